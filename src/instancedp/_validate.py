@@ -1,0 +1,112 @@
+"""Validation at the public boundary.
+
+Every check raises ``ValueError`` whose message names the parameter and the
+allowed range, so that the CLI can print it as one line.  Checks on data look
+only at the caller's own input (emptiness, NaN/inf) and are made before any
+release, as DESIGN.md requires.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def finite_positive(value: Any, name: str) -> float:
+    """A finite number > 0."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return v
+
+
+def epsilon(value: Any, name: str = "epsilon") -> float:
+    """ε: finite and > 0."""
+    return finite_positive(value, name)
+
+
+def delta(value: Any, name: str = "delta", *, allow_zero: bool = True) -> float:
+    """δ in [0, 1) (or (0, 1) when ``allow_zero`` is False)."""
+    rng = "[0, 1)" if allow_zero else "(0, 1)"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number in {rng}, got {value!r}") from None
+    if not math.isfinite(v) or v < 0 or v >= 1 or (v == 0 and not allow_zero):
+        raise ValueError(f"{name} must be a number in {rng}, got {value!r}")
+    return v
+
+
+def nonnegative(value: Any, name: str) -> float:
+    """A finite number ≥ 0."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return v
+
+
+def in_open_interval(value: Any, name: str, low: float, high: float) -> float:
+    """A number strictly between ``low`` and ``high``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be in ({low:g}, {high:g}), got {value!r}") from None
+    if not (math.isfinite(v) and low < v < high):
+        raise ValueError(f"{name} must be in ({low:g}, {high:g}), got {value!r}")
+    return v
+
+
+def bounds(lower: Any, upper: Any) -> tuple[float, float]:
+    """Public data bounds: both finite and lower < upper."""
+    if lower is None or upper is None:
+        raise ValueError("bounds are required: pass lower and upper (finite, lower < upper)")
+    try:
+        lo, hi = float(lower), float(upper)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"bounds must be finite numbers with lower < upper, got ({lower!r}, {upper!r})"
+        ) from None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ValueError(f"bounds must be finite, got lower={lower!r}, upper={upper!r}")
+    if lo >= hi:
+        raise ValueError(
+            f"bounds reversed or empty: need lower < upper, got lower={lo:g}, upper={hi:g}"
+        )
+    return lo, hi
+
+
+def data_array(data: Any, *, drop_missing: bool = False, name: str = "data") -> np.ndarray:
+    """A non-empty 1-D float64 array with no NaN/inf.
+
+    NaN/inf are an error that says how many there are, unless ``drop_missing``
+    is set, in which case they are removed (the caller's explicit choice).
+    """
+    try:
+        arr = np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numeric (a 1-D array of numbers)") from None
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    bad = ~np.isfinite(arr)
+    n_bad = int(bad.sum())
+    if n_bad:
+        if drop_missing:
+            arr = arr[~bad]
+        else:
+            raise ValueError(
+                f"{name} contains {n_bad} NaN/inf value(s) out of {arr.size}; "
+                "clean them or pass drop_missing=True"
+            )
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty: at least one value is required")
+    return arr

@@ -1,0 +1,1 @@
+"""Privacy verification: exact privacy profiles and a black-box auditor."""

@@ -1,0 +1,1 @@
+"""Noise families with a scipy.stats-like face, and their privacy calibrations."""

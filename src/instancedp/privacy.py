@@ -1,0 +1,168 @@
+"""Privacy guarantees: pure DP, approximate DP and zero-concentrated DP.
+
+Guarantees are immutable values.  ``+`` is basic composition within a type
+(pure + approximate promotes to approximate); zCDP composes by adding ρ
+(Bun & Steinke 2016, Lemma 2.3).  Converting zCDP to (ε, δ) uses the tight
+conversion of Canonne, Kamath & Steinke 2020 (Prop. 12, via Rényi DP of every
+order α = ρ·α), never worse than the classic ρ + 2√(ρ ln 1/δ).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy.optimize import minimize_scalar
+
+from . import _validate
+
+
+@dataclass(frozen=True)
+class PureDP:
+    """ε-differential privacy."""
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _validate.epsilon(self.epsilon))
+
+    def to_approx(self) -> ApproxDP:
+        return ApproxDP(self.epsilon, 0.0)
+
+    def to_zcdp(self) -> ZCDP:
+        """ε-DP implies (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
+        return ZCDP(self.epsilon**2 / 2)
+
+    def __add__(self, other: Guarantee) -> Guarantee:
+        if isinstance(other, PureDP):
+            return PureDP(self.epsilon + other.epsilon)
+        if isinstance(other, ApproxDP):
+            return self.to_approx() + other
+        return NotImplemented
+
+    def describe(self) -> str:
+        return f"{self.epsilon:g}-DP (pure)"
+
+    def as_dict(self) -> dict:
+        return {"type": "pure", "epsilon": self.epsilon}
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """(ε, δ)-differential privacy."""
+
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _validate.epsilon(self.epsilon))
+        object.__setattr__(self, "delta", _validate.delta(self.delta))
+
+    def to_approx(self) -> ApproxDP:
+        return self
+
+    def __add__(self, other: Guarantee) -> Guarantee:
+        if isinstance(other, PureDP):
+            other = other.to_approx()
+        if isinstance(other, ApproxDP):
+            return ApproxDP(self.epsilon + other.epsilon, self.delta + other.delta)
+        return NotImplemented
+
+    def __radd__(self, other: Guarantee) -> Guarantee:
+        return self.__add__(other)
+
+    def describe(self) -> str:
+        return f"({self.epsilon:g}, {self.delta:g})-DP"
+
+    def as_dict(self) -> dict:
+        return {"type": "approx", "epsilon": self.epsilon, "delta": self.delta}
+
+
+@dataclass(frozen=True)
+class ZCDP:
+    """ρ-zero-concentrated DP (Bun & Steinke 2016).  ½ε²-CDP is ``ZCDP(rho=ε²/2)``."""
+
+    rho: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _validate.finite_positive(self.rho, "rho"))
+
+    @classmethod
+    def from_cdp_epsilon(cls, epsilon: float) -> ZCDP:
+        """The ½ε²-CDP of Bun & Steinke 2019 (lecture notes 003 Prop. 15.1)."""
+        return cls(_validate.epsilon(epsilon) ** 2 / 2)
+
+    def __add__(self, other: Guarantee) -> Guarantee:
+        if isinstance(other, ZCDP):
+            return ZCDP(self.rho + other.rho)
+        if isinstance(other, PureDP):
+            return self + other.to_zcdp()
+        return NotImplemented
+
+    def __radd__(self, other: Guarantee) -> Guarantee:
+        return self.__add__(other)
+
+    def to_approx(self, delta: float) -> ApproxDP:
+        """Tight (ε, δ) for this ρ: ``ApproxDP(zcdp_to_epsilon(ρ, δ), δ)``."""
+        d = _validate.delta(delta, allow_zero=False)
+        return ApproxDP(zcdp_to_epsilon(self.rho, d), d)
+
+    def describe(self) -> str:
+        return f"{self.rho:g}-zCDP"
+
+    def as_dict(self) -> dict:
+        return {"type": "zcdp", "rho": self.rho}
+
+
+Guarantee = PureDP | ApproxDP | ZCDP
+
+
+def _rdp_to_epsilon(alpha: float, rho: float, delta: float) -> float:
+    """ε from (α, αρ)-RDP at δ (Canonne–Kamath–Steinke 2020, Prop. 12):
+    ε = αρ + ln(1 − 1/α) − (ln δ + ln α)/(α − 1)."""
+    return alpha * rho + math.log1p(-1 / alpha) - (math.log(delta) + math.log(alpha)) / (alpha - 1)
+
+
+def zcdp_to_epsilon(rho: float, delta: float) -> float:
+    """Smallest ε with ρ-zCDP ⇒ (ε, δ)-DP by the CKS 2020 conversion.
+
+    Minimises over the Rényi order α > 1 and never returns more than the
+    classic ρ + 2√(ρ ln 1/δ) (both are valid; the minimum is too).
+    """
+    rho = _validate.finite_positive(rho, "rho")
+    delta = _validate.delta(delta, allow_zero=False)
+    classic = rho + 2 * math.sqrt(rho * math.log(1 / delta))
+    # The optimum α is near 1 + sqrt(ln(1/δ)/ρ); search in log(α − 1).
+    res = minimize_scalar(
+        lambda t: _rdp_to_epsilon(1 + math.exp(t), rho, delta),
+        bounds=(-20.0, 20.0),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    tight = float(res.fun) if res.success else math.inf
+    return max(0.0, min(classic, tight))
+
+
+def advanced_composition(guarantee: PureDP | ApproxDP, k: int, delta_prime: float) -> ApproxDP:
+    """k-fold adaptive composition (Dwork, Rothblum & Vadhan 2010):
+    (ε√(2k ln(1/δ′)) + kε(e^ε − 1), kδ + δ′)-DP.  Returns the better of this
+    and basic composition (kε, kδ + δ′ is never needed: basic is kε, kδ)."""
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    dp = _validate.delta(delta_prime, "delta_prime", allow_zero=False)
+    g = guarantee.to_approx()
+    eps, dl = g.epsilon, g.delta
+    adv_eps = eps * math.sqrt(2 * k * math.log(1 / dp)) + k * eps * math.expm1(eps)
+    if adv_eps < k * eps and k * dl + dp < 1:
+        return ApproxDP(adv_eps, k * dl + dp)
+    return ApproxDP(k * eps, k * dl) if dl > 0 else ApproxDP(k * eps, 0.0)
+
+
+def compose(guarantees: list[Guarantee]) -> Guarantee:
+    """Basic composition of a list (zCDP-aware: all zCDP or pure → zCDP if any zCDP)."""
+    if not guarantees:
+        raise ValueError("guarantees must be a non-empty list")
+    total = guarantees[0]
+    for g in guarantees[1:]:
+        total = total + g
+    return total

@@ -1,0 +1,1 @@
+"""Queries and their sensitivities (global, local at distance k, smooth)."""

@@ -1,0 +1,71 @@
+"""The query protocol.
+
+A query holds only public parameters (bounds, quantile level, trimming) and
+knows how much it can move under its neighbour relation:
+
+- ``value(data)`` — the statistic;
+- ``neighbours`` — ``"substitution"`` (n fixed, one record replaced),
+  ``"add_remove"`` (one record added or removed) or ``"edge"`` (one edge of a
+  graph added or removed);
+- ``global_sensitivity`` — worst case over all neighbours (``math.inf`` if none);
+- ``local_sensitivity(data, distance=k)`` — A^(k)(x) = max over y with
+  d(x, y) ≤ k of LS(y) (NRS 2007 Def. 3.1; FORMULAS.md §1);
+- ``smooth_sensitivity(data, beta)`` — SS_β(x) = max_k e^{−kβ} A^(k)(x).
+
+Data are clamped to the query's public bounds where it has them.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Literal
+
+from .. import _validate
+
+Relation = Literal["substitution", "add_remove", "edge"]
+RELATIONS: tuple[str, ...] = ("substitution", "add_remove", "edge")
+
+
+class Query(ABC):
+    """Base class: subclasses implement ``value`` and ``local_sensitivity``."""
+
+    name: ClassVar[str] = ""
+    neighbours: Relation
+
+    @property
+    @abstractmethod
+    def global_sensitivity(self) -> float: ...
+
+    @abstractmethod
+    def value(self, data: Any) -> float: ...
+
+    @abstractmethod
+    def local_sensitivity(self, data: Any, distance: int = 0) -> float: ...
+
+    def max_distance(self, data: Any) -> float:
+        """Largest k worth scanning in SS (default: unbounded)."""
+        return math.inf
+
+    def smooth_sensitivity(self, data: Any, beta: float) -> float:
+        """max_k e^{−kβ} A^(k)(x), scanning k upward with early termination:
+        once e^{−kβ}·GS ≤ best, no larger k can win.  Subclasses override with
+        exact fast algorithms."""
+        beta = _validate.nonnegative(beta, "beta")
+        gs = self.global_sensitivity
+        best = self.local_sensitivity(data, 0)
+        k = 1
+        kmax = self.max_distance(data)
+        while k <= kmax:
+            decay = math.exp(-k * beta)
+            if math.isfinite(gs) and decay * gs <= best:
+                break
+            if beta == 0 and not math.isfinite(kmax) and not math.isfinite(gs):
+                raise ValueError("beta must be > 0 for a query without finite global sensitivity")
+            best = max(best, decay * self.local_sensitivity(data, k))
+            k += 1
+        return best
+
+    def parameters(self) -> dict[str, Any]:
+        """Public parameters only (never anything computed from data)."""
+        return {}

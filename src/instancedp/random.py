@@ -1,0 +1,143 @@
+"""The one place randomness comes from.
+
+Releases draw from :class:`SecureRandom` (the operating system's CSPRNG,
+``os.urandom``) unless the caller explicitly passes a simulation source made by
+:func:`simulation`; a release made with a simulation source is marked
+``secure=False``.  Raw ``numpy.random.Generator`` objects are refused by
+:func:`resolve` so that a seeded generator can never slip into a release by
+accident.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+_TWO_M53 = 2.0**-53
+
+
+class RandomSource(ABC):
+    """Common face: ``random_bytes``, ``uniform``, ``generator``, ``secure``."""
+
+    secure: bool = False
+
+    @abstractmethod
+    def random_bytes(self, n: int) -> bytes:
+        """n uniformly random bytes."""
+
+    def uniform(self, size: int | tuple | None = None) -> np.ndarray | float:
+        """Uniform draws in the open interval (0, 1), 53 random bits each."""
+        count = int(np.prod(size)) if size is not None else 1
+        words = np.frombuffer(self.random_bytes(8 * count), dtype=np.uint64)
+        u = ((words >> np.uint64(11)).astype(np.float64) + 0.5) * _TWO_M53
+        return float(u[0]) if size is None else u.reshape(size)
+
+    def integers(self, high: int) -> int:
+        """Uniform integer in [0, high) by rejection (no modulo bias)."""
+        if high <= 0:
+            raise ValueError(f"high must be >= 1, got {high}")
+        nbytes = (int(high - 1).bit_length() + 7) // 8 or 1
+        limit = (256**nbytes // high) * high
+        while True:
+            v = int.from_bytes(self.random_bytes(nbytes), "little")
+            if v < limit:
+                return v % high
+
+    @property
+    @abstractmethod
+    def generator(self) -> np.random.Generator:
+        """A numpy Generator for the fast vectorised (simulation) path."""
+
+
+class SecureRandom(RandomSource):
+    """OS-entropy CSPRNG (``os.urandom``): the default for every release."""
+
+    secure = True
+
+    def random_bytes(self, n: int) -> bytes:
+        return os.urandom(n)
+
+    @property
+    def generator(self) -> np.random.Generator:
+        # Only for vectorised simulation helpers: seeded from OS entropy, but
+        # PCG64 is not a CSPRNG, so the release path never uses it.
+        return np.random.default_rng(int.from_bytes(os.urandom(32), "little"))
+
+    def __repr__(self) -> str:
+        return "SecureRandom()"
+
+
+class SimulationRandom(RandomSource):
+    """A seeded, reproducible source for simulations, tests and benchmarks.
+
+    Not secure: releases made with it say so (``Release.secure is False``).
+    """
+
+    secure = False
+
+    def __init__(self, seed: int | np.random.Generator | None = None) -> None:
+        if isinstance(seed, np.random.Generator):
+            self._gen = seed
+        else:
+            self._gen = np.random.default_rng(seed)
+
+    def random_bytes(self, n: int) -> bytes:
+        return self._gen.bytes(n)
+
+    @property
+    def generator(self) -> np.random.Generator:
+        return self._gen
+
+    def __repr__(self) -> str:
+        return "SimulationRandom(...)"
+
+
+def simulation(seed: int | np.random.Generator | None = None) -> SimulationRandom:
+    """The explicit, non-secure path for seeded simulations."""
+    return SimulationRandom(seed)
+
+
+def resolve(rng: Any = None) -> RandomSource:
+    """The source a release uses: secure by default, simulation only if asked."""
+    if rng is None:
+        return SecureRandom()
+    if isinstance(rng, RandomSource):
+        return rng
+    raise TypeError(
+        "rng must be None (secure OS randomness) or instancedp.random.simulation(seed); "
+        f"got {type(rng).__name__}. Seeded numpy generators are accepted only through "
+        "instancedp.random.simulation(seed), which marks releases as not secure"
+    )
+
+
+def as_generator(rng: Any = None) -> np.random.Generator:
+    """A numpy Generator for fast vectorised sampling (simulations, benchmarks).
+
+    Accepts None, an int seed, a numpy Generator or a :class:`RandomSource`.
+    """
+    if isinstance(rng, RandomSource):
+        return rng.generator
+    if isinstance(rng, np.random.Generator):
+        return rng
+    return np.random.default_rng(rng)
+
+
+def sample_index_from_log_weights(log_weights: np.ndarray, source: RandomSource) -> int:
+    """Index i with probability ∝ exp(log_weights[i]), stable in log space.
+
+    Inverse-CDF on the normalised cumulative weights (computed after
+    subtracting the maximum, so no overflow or total underflow for any ε).
+    """
+    lw = np.asarray(log_weights, dtype=np.float64)
+    if lw.ndim != 1 or lw.size == 0:
+        raise ValueError("log_weights must be a non-empty 1-D array")
+    finite = np.isfinite(lw)
+    if not finite.any():
+        raise ValueError("log_weights has no finite entry")
+    w = np.where(finite, np.exp(lw - lw[finite].max()), 0.0)
+    cum = np.cumsum(w)
+    u = source.uniform() * cum[-1]
+    return int(min(np.searchsorted(cum, u, side="right"), lw.size - 1))
