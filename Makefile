@@ -15,11 +15,11 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests $(wildcard benchmarks)
 	$(PY) -m pytest -q -n 2 -p no:cacheprovider
 
 demo: $(STAMP)
 	$(PY) -m instancedp.demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests $(wildcard benchmarks)
