@@ -1,0 +1,419 @@
+"""Data in: one numeric column, or one graph, from whatever the data owner has.
+
+Tabular sources — numpy arrays, Python sequences, pandas and polars
+Series/DataFrames, Arrow tables/arrays, CSV/TSV/Parquet/JSON files, and SQL
+over any of them through DuckDB (the embedded default engine) — become a 1-D
+float64 array.  Graph sources — an edge-list file, an m×2 integer array, a
+scipy.sparse matrix or a networkx graph — become what the graph queries take
+(the queries normalise them; an edge-list file is parsed here).
+
+Missing values (NULL, NaN, ±inf) are an error that counts them; the caller's
+explicit ``drop_missing=True`` removes them instead.  Every problem raises
+:class:`DataError` (a ``ValueError``) with a one-line message that names the
+problem and the fix, so the CLI can print it as is.  These checks look only at
+the data owner's own input and happen before anything is released.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DataError",
+    "TABLE_SUFFIXES",
+    "column_names",
+    "graph_input",
+    "read_column",
+    "read_edge_list",
+    "read_sql",
+]
+
+
+class DataError(ValueError):
+    """Bad input data: the message names the problem and the fix."""
+
+
+TABLE_SUFFIXES = {
+    ".csv": "read_csv_auto",
+    ".tsv": "read_csv_auto",
+    ".txt": "read_csv_auto",
+    ".csv.gz": "read_csv_auto",
+    ".parquet": "read_parquet",
+    ".pq": "read_parquet",
+    ".json": "read_json_auto",
+    ".ndjson": "read_json_auto",
+    ".jsonl": "read_json_auto",
+}
+
+_DROP_HINT = "clean them or pass --drop-missing (Python: drop_missing=True)"
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _list_names(names: Sequence[str], limit: int = 30) -> str:
+    shown = ", ".join(str(n) for n in names[:limit])
+    return shown + (f", … ({len(names)} in all)" if len(names) > limit else "")
+
+
+# -- files -----------------------------------------------------------------
+def _reader(path: Path) -> str:
+    name = path.name.lower()
+    for suffix in sorted(TABLE_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return TABLE_SUFFIXES[suffix]
+    raise DataError(
+        f"cannot tell the format of {path}: use a file ending in "
+        f"{', '.join(sorted(TABLE_SUFFIXES))}, or pass --sql"
+    )
+
+
+def _existing_file(path: str | Path) -> Path:
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise DataError(f"file {p} not found: check the path")
+    if p.is_dir():
+        raise DataError(f"{p} is a directory: pass a data file")
+    return p
+
+
+def _connect() -> Any:
+    import duckdb
+
+    return duckdb.connect()
+
+
+def _run_sql(con: Any, sql: str) -> Any:
+    """An Arrow table from a DuckDB query; DuckDB errors → one-line DataError."""
+    import duckdb
+
+    try:
+        rel = con.sql(sql)
+        if rel is None:
+            raise DataError("the SQL statement returns no rows: pass a SELECT query")
+        for meth in ("to_arrow_table", "fetch_arrow_table", "arrow"):
+            if hasattr(rel, meth):
+                return getattr(rel, meth)()
+        raise DataError("this DuckDB version cannot return Arrow tables: upgrade duckdb")
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"SQL error: {first}: fix the query") from None
+
+
+def _file_relation(path: Path) -> str:
+    return f"{_reader(path)}({_sql_literal(str(path))})"
+
+
+def column_names(path: str | Path) -> list[str]:
+    """The columns of a table file (through DuckDB)."""
+    p = _existing_file(path)
+    con = _connect()
+    table = _run_sql(con, f"SELECT * FROM {_file_relation(p)} LIMIT 0")
+    return list(table.column_names)
+
+
+def _read_file(path: str | Path, column: str | None) -> Any:
+    p = _existing_file(path)
+    con = _connect()
+    rel = _file_relation(p)
+    names = list(_run_sql(con, f"SELECT * FROM {rel} LIMIT 0").column_names)
+    column = _pick_column(names, column, f"file {p.name}")
+    return _run_sql(con, f"SELECT {_quote_ident(column)} FROM {rel}").column(0), column
+
+
+def _pick_column(names: Sequence[str], column: str | None, where: str) -> str:
+    if column is None:
+        if len(names) == 1:
+            return names[0]
+        raise DataError(
+            f"{where} has {len(names)} columns ({_list_names(names)}): choose one with --column"
+        )
+    if column not in names:
+        raise DataError(
+            f"unknown column {column!r} in {where}: the columns are {_list_names(names)}"
+        )
+    return column
+
+
+# -- SQL ---------------------------------------------------------------------
+def read_sql(
+    sql: str,
+    *,
+    column: str | None = None,
+    tables: Mapping[str, Any] | None = None,
+    drop_missing: bool = False,
+) -> np.ndarray:
+    """Run ``sql`` in DuckDB and return one numeric column as float64.
+
+    ``tables`` registers Python objects (pandas/polars DataFrames, Arrow
+    tables) under names the query can use; DuckDB also reads files named in
+    the query (``SELECT price FROM 'sales.parquet' WHERE region = 'EU'``).
+    """
+    if not isinstance(sql, str) or not sql.strip():
+        raise DataError("sql must be a non-empty SELECT query")
+    con = _connect()
+    for name, obj in (tables or {}).items():
+        con.register(name, obj)
+    table = _run_sql(con, sql)
+    names = list(table.column_names)
+    col = _pick_column(names, column, "the SQL result")
+    return _arrow_to_float(table.column(col), col, drop_missing)
+
+
+# -- in-memory objects --------------------------------------------------------
+def _arrow_to_float(arr: Any, name: str, drop_missing: bool) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray) and arr.num_chunks == 0:
+        arr = pa.array([], type=arr.type)
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    numeric = (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_null(t)
+    )
+    if not numeric and len(arr) and arr.null_count == len(arr):
+        # An all-empty CSV column has no type to infer (DuckDB says VARCHAR).
+        arr, t, numeric = pa.nulls(len(arr), pa.float64()), pa.float64(), True
+    if not numeric:
+        raise DataError(
+            f"column {name!r} is not numeric (type {t}): choose a numeric column or cast it "
+            "in --sql"
+        )
+    n_null = arr.null_count
+    if n_null and not drop_missing:
+        raise DataError(
+            f"column {name!r} has {n_null} missing (NULL) value(s) out of {len(arr)}: {_DROP_HINT}"
+        )
+    if n_null:
+        arr = pc.drop_null(arr)
+    if pa.types.is_boolean(t) or pa.types.is_decimal(t):
+        arr = pc.cast(arr, pa.float64())
+    values = np.asarray(arr.to_numpy(), dtype=np.float64) if len(arr) else np.empty(0)
+    return _finish(values, name, drop_missing, extra_dropped=n_null)
+
+
+def _finish(
+    values: np.ndarray, name: str, drop_missing: bool, extra_dropped: int = 0
+) -> np.ndarray:
+    values = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    bad = ~np.isfinite(values)
+    n_bad = int(np.count_nonzero(bad))
+    if n_bad:
+        if not drop_missing:
+            raise DataError(
+                f"column {name!r} has {n_bad} missing or non-finite value(s) (NaN/inf) out of "
+                f"{values.size}: {_DROP_HINT}"
+            )
+        values = values[~bad]
+    if values.size == 0:
+        dropped = n_bad + extra_dropped
+        extra = f" after dropping {dropped} missing value(s)" if dropped else ""
+        raise DataError(
+            f"the selection is empty{extra}: no rows in column {name!r}; check the file, "
+            "the column or the WHERE clause"
+        )
+    return values
+
+
+def _is_numeric_numpy(arr: np.ndarray) -> bool:
+    return arr.dtype.kind in "biuf"
+
+
+def read_column(
+    source: Any,
+    column: str | None = None,
+    *,
+    sql: str | None = None,
+    drop_missing: bool = False,
+) -> np.ndarray:
+    """One numeric column of ``source`` as a 1-D float64 array.
+
+    ``source``: a path (CSV/TSV/Parquet/JSON, read by DuckDB), a numpy array
+    (1-D, or structured with named fields), a list, a pandas or polars
+    Series/DataFrame, or an Arrow Table/Array.  With ``sql``, the query runs
+    in DuckDB with ``source`` registered as the table ``data`` (files can also
+    be named in the query itself; ``source`` may then be None).
+    """
+    if sql is not None:
+        tables = {} if source is None or isinstance(source, (str, Path)) else {"data": source}
+        if isinstance(source, (str, Path)):
+            p = _existing_file(source)
+            # Expose the file as the view ``data`` so queries can say FROM data.
+            sql = f"WITH data AS (SELECT * FROM {_file_relation(p)}) {sql}"
+        return read_sql(sql, column=column, tables=tables, drop_missing=drop_missing)
+    if source is None:
+        raise DataError("no data: pass a file, an array or a DataFrame, or an SQL query")
+    if isinstance(source, (str, Path)):
+        arr, col = _read_file(source, column)
+        return _arrow_to_float(arr, col, drop_missing)
+
+    mod = type(source).__module__.split(".")[0]
+    if mod == "pandas":
+        return _from_pandas(source, column, drop_missing)
+    if mod == "polars":
+        return _from_polars(source, column, drop_missing)
+    if mod == "pyarrow":
+        import pyarrow as pa
+
+        if isinstance(source, (pa.Table, pa.RecordBatch)):
+            col = _pick_column(list(source.column_names), column, "the Arrow table")
+            return _arrow_to_float(source.column(col), col, drop_missing)
+        if isinstance(source, (pa.Array, pa.ChunkedArray)):
+            return _arrow_to_float(source, column or "data", drop_missing)
+    if isinstance(source, np.ndarray) and source.dtype.names:
+        col = _pick_column(list(source.dtype.names), column, "the structured array")
+        return _from_numpy(source[col], col, drop_missing)
+    if isinstance(source, Mapping):
+        col = _pick_column(list(source), column, "the mapping")
+        return _from_numpy(np.asarray(source[col]), col, drop_missing)
+    if column is not None:
+        raise DataError(
+            f"column {column!r} given but the data ({type(source).__name__}) has no columns: "
+            "drop --column or pass a table"
+        )
+    try:
+        arr = np.asarray(source)
+    except (TypeError, ValueError):
+        raise DataError(
+            f"cannot read data of type {type(source).__name__}: pass a numeric array, a "
+            "DataFrame, an Arrow table or a file"
+        ) from None
+    return _from_numpy(arr, "data", drop_missing)
+
+
+def _from_numpy(arr: np.ndarray, name: str, drop_missing: bool) -> np.ndarray:
+    if arr.dtype == object:
+        # Python lists with None: None → missing; anything else must be a number.
+        flat = arr.reshape(-1)
+        try:
+            arr = np.array([math.nan if v is None else float(v) for v in flat], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DataError(
+                f"column {name!r} is not numeric: choose a numeric column or convert it"
+            ) from None
+    if not _is_numeric_numpy(arr):
+        raise DataError(
+            f"column {name!r} is not numeric (dtype {arr.dtype}): choose a numeric column or "
+            "convert it"
+        )
+    if arr.ndim > 1 and not (arr.ndim == 2 and 1 in arr.shape):
+        raise DataError(f"data must be 1-D (one column), got shape {arr.shape}: pick one column")
+    return _finish(arr.astype(np.float64, copy=False), name, drop_missing)
+
+
+def _from_pandas(obj: Any, column: str | None, drop_missing: bool) -> np.ndarray:
+    import pandas as pd
+
+    if isinstance(obj, pd.DataFrame):
+        col = _pick_column([str(c) for c in obj.columns], column, "the DataFrame")
+        series = obj[[c for c in obj.columns if str(c) == col][0]]
+        name = col
+    else:
+        series, name = obj, str(obj.name) if obj.name is not None else "data"
+        if column is not None and column != name:
+            raise DataError(f"unknown column {column!r}: the Series is named {name!r}")
+    if not (pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series)):
+        raise DataError(
+            f"column {name!r} is not numeric (dtype {series.dtype}): choose a numeric column "
+            "or convert it"
+        )
+    n_null = int(series.isna().sum())
+    if n_null and not drop_missing:
+        raise DataError(
+            f"column {name!r} has {n_null} missing (NA/NaN) value(s) out of {len(series)}: "
+            f"{_DROP_HINT}"
+        )
+    values = series.dropna().to_numpy(dtype=np.float64, na_value=np.nan)
+    return _finish(values, name, drop_missing, extra_dropped=n_null)
+
+
+def _from_polars(obj: Any, column: str | None, drop_missing: bool) -> np.ndarray:
+    import polars as pl
+
+    if isinstance(obj, pl.DataFrame):
+        col = _pick_column(list(obj.columns), column, "the DataFrame")
+        series = obj.get_column(col)
+    elif isinstance(obj, pl.LazyFrame):
+        return _from_polars(obj.collect(), column, drop_missing)
+    else:
+        series, col = obj, obj.name or "data"
+        if column is not None and column != col:
+            raise DataError(f"unknown column {column!r}: the Series is named {col!r}")
+    if not (series.dtype.is_numeric() or series.dtype == pl.Boolean or series.dtype == pl.Null):
+        raise DataError(
+            f"column {col!r} is not numeric (dtype {series.dtype}): choose a numeric column or "
+            "cast it"
+        )
+    return _arrow_to_float(series.to_arrow(), col, drop_missing)
+
+
+# -- graphs -------------------------------------------------------------------------
+def read_edge_list(path: str | Path) -> np.ndarray:
+    """An m×2 int64 array of edges from a text file.
+
+    One edge per line, two vertex labels separated by whitespace or a comma;
+    blank lines and lines starting with ``#`` or ``%`` are skipped, as is a
+    header line whose fields are not both labels of the same kind as the rest.
+    Integer labels are kept; other labels (names) are numbered in sorted
+    order.  Extra fields (weights) are ignored.
+    """
+    p = _existing_file(path)
+    rows: list[tuple[str, str]] = []
+    with open(p, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            s = line.strip()
+            if not s or s[0] in "#%":
+                continue
+            parts = s.replace(",", " ").replace(";", " ").split()
+            if len(parts) < 2:
+                raise DataError(
+                    f"{p.name} line {lineno}: expected two vertex labels per line, got {s!r}"
+                )
+            rows.append((parts[0], parts[1]))
+    if not rows:
+        raise DataError(f"{p.name} has no edges: one 'u v' pair per line expected")
+
+    def is_int(x: str) -> bool:
+        try:
+            int(x)
+        except ValueError:
+            return False
+        return True
+
+    first_int = is_int(rows[0][0]) and is_int(rows[0][1])
+    rest_int = all(is_int(u) and is_int(v) for u, v in rows[1:])
+    if rows[1:] and rest_int and not first_int:
+        rows = rows[1:]  # a header line such as "source,target"
+    if all(is_int(u) and is_int(v) for u, v in rows):
+        edges = np.array([(int(u), int(v)) for u, v in rows], dtype=np.int64)
+        if edges.size and edges.min() < 0:
+            raise DataError(f"{p.name}: vertex ids must be >= 0 integers (or names)")
+        return edges.reshape(-1, 2)
+    labels = sorted({x for e in rows for x in e})
+    index = {lab: i for i, lab in enumerate(labels)}
+    return np.array([(index[u], index[v]) for u, v in rows], dtype=np.int64).reshape(-1, 2)
+
+
+def graph_input(source: Any) -> Any:
+    """A graph the graph queries accept: edge-list files are parsed here;
+    arrays, scipy.sparse matrices and networkx graphs pass through (the
+    queries normalise and validate them)."""
+    if isinstance(source, (str, Path)):
+        return read_edge_list(source)
+    return source

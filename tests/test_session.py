@@ -1,0 +1,146 @@
+"""Session: charge before noise, refusal before charge, exact budget, nothing private leaks."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from instancedp import Session
+from instancedp.ledger import BudgetExceeded, CompositionError, Ledger, LedgerError
+from instancedp.mechanisms.base import Mechanism
+from instancedp.privacy import ZCDP, ApproxDP, PureDP
+from instancedp.random import simulation
+
+
+class FakeMean(Mechanism):
+    """Tiny local mechanism: records what the ledger held when noise was drawn."""
+
+    name = "fake_mean"
+
+    def __init__(self, guarantee, ledger_path=None, fail=False):
+        self._g = guarantee
+        self.ledger_path = ledger_path
+        self.fail = fail
+        self.seen_counts = []
+        self.seen_data = []
+
+    @property
+    def guarantee(self):
+        return self._g
+
+    def parameters(self):
+        return {"bounds": [0, 1]}
+
+    def release(self, data, rng=None):
+        if self.ledger_path is not None:
+            with Ledger(self.ledger_path, create=False) as led:
+                self.seen_counts.append(led.count())
+        self.seen_data.append(np.array(data))
+        if self.fail:
+            raise RuntimeError("boom")
+        return self._record(float(np.mean(data)) + rng.uniform(), rng)
+
+
+def test_charge_is_committed_before_the_release_runs(tmp_path):
+    path = tmp_path / "l.db"
+    s = Session([0.1, 0.2, 0.3], PureDP(1.0), ledger=path)
+    mech = FakeMean(PureDP(0.25), ledger_path=path)
+    for i in range(3):
+        s.release(mech, rng=simulation(i))
+    # Another connection already saw the charge when the mechanism ran.
+    assert mech.seen_counts == [1, 2, 3]
+    assert [h["status"] for h in s.history()] == ["released"] * 3
+
+
+def test_forty_at_005_fit_two_and_the_41st_is_refused():
+    s = Session(np.arange(5.0), PureDP(2.0))
+    mech = FakeMean(PureDP(0.05))
+    for i in range(40):
+        s.release(mech, rng=simulation(i))
+    with pytest.raises(BudgetExceeded) as err:
+        s.release(mech, rng=simulation(99))
+    assert "epsilon=0 remains" in str(err.value)
+    assert len(mech.seen_data) == 40  # the refused release never reached the mechanism
+    assert s.remaining.epsilon == Decimal(0)
+
+
+def test_failed_release_keeps_its_charge(tmp_path):
+    s = Session([1.0, 2.0], PureDP(1.0), ledger=tmp_path / "l.db")
+    with pytest.raises(RuntimeError):
+        s.release(FakeMean(PureDP(0.5), fail=True), rng=simulation(0))
+    assert s.spent.epsilon == Decimal("0.5")
+    assert s.history()[0]["status"] == "failed"
+
+
+def test_bad_input_touches_nothing(tmp_path):
+    path = tmp_path / "l.db"
+    s = Session(pd.DataFrame({"x": [1.0, None, 3.0], "s": ["a", "b", "c"]}), PureDP(1.0), path)
+    mech = FakeMean(PureDP(0.5))
+    for column, match in [("x", "missing"), ("s", "not numeric"), ("nope", "unknown column")]:
+        with pytest.raises(ValueError, match=match):
+            s.release(mech, column)
+    with pytest.raises(TypeError, match="simulation"):
+        s.release(mech, "x", rng=np.random.default_rng(0))
+    assert s.ledger.count() == 0 and mech.seen_data == []
+    # Dropping missing values is the caller's explicit choice.
+    s2 = Session(pd.DataFrame({"x": [1.0, None, 3.0]}), ledger=path, drop_missing=True)
+    s2.release(mech, "x", rng=simulation(0))
+    np.testing.assert_array_equal(mech.seen_data[0], [1.0, 3.0])
+
+
+def test_composition_is_checked_before_charging():
+    s = Session([1.0], PureDP(1.0))
+    with pytest.raises(CompositionError, match="pure"):
+        s.release(FakeMean(ApproxDP(0.1, 1e-6)), rng=simulation(0))
+    with pytest.raises(CompositionError):
+        s.release(FakeMean(ZCDP(0.01)), rng=simulation(0))
+    assert s.ledger.count() == 0
+    z = Session([1.0], ZCDP(0.02))
+    z.release(FakeMean(PureDP(0.1)), rng=simulation(0))  # ρ = 0.005
+    z.release(FakeMean(ZCDP(0.015)), rng=simulation(0))
+    assert z.remaining.rho == 0
+    a = Session([1.0], ApproxDP(5.0, 1e-5))
+    a.release(FakeMean(ZCDP(0.1)), rng=simulation(0), convert_delta=1e-6)
+    assert a.remaining.delta == Decimal("0.000009")
+
+
+def test_release_carries_only_public_fields_and_secure_flag():
+    s = Session([0.5, 0.6], PureDP(1.0))
+    r = s.release(FakeMean(PureDP(0.1)), rng=simulation(3))
+    assert r.secure is False
+    assert set(r.to_dict()) == {
+        "value",
+        "refused",
+        "guarantee",
+        "mechanism",
+        "parameters",
+        "secure",
+    }
+    r2 = s.release(FakeMean(PureDP(0.1)))
+    assert r2.secure is True
+
+
+def test_budget_recorded_once_per_dataset_id(tmp_path):
+    path = tmp_path / "l.db"
+    Session([1.0], PureDP(1.0), ledger=path, dataset_id="a")
+    with pytest.raises(LedgerError, match="already holds"):
+        Session([1.0], PureDP(3.0), ledger=path, dataset_id="a")
+    with pytest.raises(LedgerError, match="no budget"):
+        Session([1.0], None, ledger=path, dataset_id="b")
+    b = Session([1.0], ApproxDP(1.0, 1e-6), ledger=path, dataset_id="b")
+    assert b.budget.kind == "approx"
+    assert Session([1.0], ledger=path, dataset_id="a").budget.epsilon == Decimal("1.0")
+
+
+def test_sql_and_columns_through_the_session(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("region,price\nEU,1\nUS,100\nEU,3\n")
+    s = Session(f, PureDP(1.0))
+    mech = FakeMean(PureDP(0.1))
+    s.release(mech, sql="SELECT price FROM data WHERE region = 'EU'", rng=simulation(0))
+    s.release(mech, "price", rng=simulation(0))
+    np.testing.assert_array_equal(mech.seen_data[0], [1.0, 3.0])
+    np.testing.assert_array_equal(mech.seen_data[1], [1.0, 100.0, 3.0])
