@@ -31,6 +31,7 @@ __all__ = [
     "read_column",
     "read_edge_list",
     "read_sql",
+    "shipped",
 ]
 
 
@@ -417,3 +418,12 @@ def graph_input(source: Any) -> Any:
     if isinstance(source, (str, Path)):
         return read_edge_list(source)
     return source
+
+
+def shipped(name: str) -> Path:
+    """Path of a dataset shipped in ``instancedp/data`` (``goog.csv``, ``karate.edges``)."""
+    p = Path(__file__).with_name("data") / name
+    if not p.is_file():
+        names = sorted(x.name for x in p.parent.iterdir() if x.name != "README.md")
+        raise DataError(f"no shipped dataset {name!r}: choose one of {', '.join(names)}")
+    return p
