@@ -1,1 +1,51 @@
-"""Privacy verification: exact privacy profiles and a black-box auditor."""
+"""Privacy verification: exact privacy profiles and a black-box auditor.
+
+- :func:`privacy_profile`, :func:`max_privacy_loss`, :func:`check_mechanism`
+  (module :mod:`.profile`): exact checks for mechanisms whose output law is known;
+- :func:`empirical_audit` (module :mod:`.empirical`): a statistical lower bound
+  on ε from samples, for any mechanism;
+- :func:`in_distribution` (module :mod:`.in_distribution`): DP in distribution
+  (Canard–Olivier, Def. 8);
+- :mod:`.catalogue`: built-in mechanisms and neighbour pairs for ``instancedp audit``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .empirical import AuditResult, empirical_audit
+from .profile import (
+    MechanismCheck,
+    PrivacyLoss,
+    PrivacyProfile,
+    check_distributions,
+    check_mechanism,
+    max_privacy_loss,
+    neighbour_pairs_from_brute,
+    privacy_profile,
+    renyi_divergence,
+)
+
+__all__ = [
+    "AuditResult",
+    "MechanismCheck",
+    "PrivacyLoss",
+    "PrivacyProfile",
+    "check_distributions",
+    "check_mechanism",
+    "empirical_audit",
+    "in_distribution",
+    "max_privacy_loss",
+    "neighbour_pairs_from_brute",
+    "privacy_profile",
+    "renyi_divergence",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # in_distribution lives in a module written separately; load it on use.
+    if name == "in_distribution":
+        from .in_distribution import in_distribution
+
+        return in_distribution
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
