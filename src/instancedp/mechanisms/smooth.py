@@ -1,0 +1,241 @@
+"""Smooth-sensitivity mechanisms: M(x) = q(x) + SS_γ(x)·Z.
+
+Nissim, Raskhodnikova & Smith 2007 (NRS, Def. 2.2 and Lemma 2.5/2.6) with the
+noise families and calibrations of ``instancedp.noise.calibrate``:
+
+* ``"polyplace"`` — Hladík & Tětek 2024 (seed 001), Thm. 8:
+  q(x) + PolyPlace(SS_γ(x)/γ, ε/γ) is ε-DP for 0 < γ < ε;
+* ``"student_t"``, ``"cauchy"`` — Bun & Steinke 2019; NRS (001 Claims 16, 17): ε-DP;
+* ``"laplace"`` — NRS Lemma 2.5 (001 Claim 18): (ε, δ)-DP, needs ``delta``;
+* ``"laplace_log_normal"``, ``"uniform_log_normal"``, ``"arsinh_normal"`` —
+  Bun & Steinke 2019 (seed 003 Prop. 15.1): ½ε²-CDP, reported as ``ZCDP``.
+
+In every case the smoothness parameter of the sensitivity (β in NRS, t in
+Bun–Steinke) is γ: the release computes ``query.smooth_sensitivity(data, beta=γ)``
+and ``calibrate`` returns the unit noise Z for that γ.
+
+Default γ (``gamma=None``): :func:`default_gamma`, a rule that depends only on
+public parameters (query kind, family, ε, δ and — under substitution
+neighbours, where it is public — n), chosen by the synthetic-data study in
+``benchmarks/gamma.py`` (``docs/results/gamma.md``; ``docs/mechanisms.md``).
+Under add/remove neighbours n is not public and the rule ignores it unless the
+caller passes a public size ``n=``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _validate
+from ..privacy import Guarantee
+from ..random import resolve
+from .base import Mechanism, OutputDistribution, Release, add_noise
+
+FAMILIES: tuple[str, ...] = (
+    "polyplace",
+    "student_t",
+    "cauchy",
+    "laplace",
+    "laplace_log_normal",
+    "uniform_log_normal",
+    "arsinh_normal",
+)
+APPROX_FAMILIES: tuple[str, ...] = ("laplace",)
+
+# Fraction of the family's largest admissible γ (``noise.max_gamma``) used when
+# nothing better is known; the order-statistic rule below refines it for the
+# median/quantiles.  Chosen from docs/results/gamma.md.
+_FRACTION: dict[str, float] = {
+    "polyplace": 0.25,
+    "student_t": 0.35,
+    "cauchy": 0.35,
+    "laplace": 0.5,
+    "laplace_log_normal": 0.5,
+    "uniform_log_normal": 0.5,
+    "arsinh_normal": 0.5,
+}
+
+_ORDER_KINDS = ("median", "quantile")
+
+
+def _max_gamma(family: str, epsilon: float, delta: float | None) -> float:
+    from ..noise import max_gamma
+
+    return float(max_gamma(family, epsilon, delta))
+
+
+def _query_kind(query: Any) -> str:
+    if isinstance(query, str):
+        return query.lower()
+    return str(getattr(query, "name", type(query).__name__)).lower()
+
+
+def default_gamma(
+    query: Any,
+    family: str,
+    epsilon: float,
+    delta: float | None = None,
+    n: int | None = None,
+) -> float:
+    """The public default γ for ``query`` (a query object or its kind, e.g. ``"median"``).
+
+    γ = c_family · min(ε, γ_max(family, ε, δ)), with c_family from the study in
+    docs/results/gamma.md.  ``n`` (public under substitution) is accepted for
+    rules that depend on it.
+    """
+    family = _family(family)
+    epsilon = _validate.epsilon(epsilon)
+    if family in APPROX_FAMILIES and delta is None:
+        raise ValueError(f"noise={family!r} gives (epsilon, delta)-DP: pass delta in (0, 1)")
+    gmax = min(epsilon, _max_gamma(family, epsilon, delta))
+    gamma = _FRACTION[family] * gmax
+    return float(gamma)
+
+
+def _family(noise: str) -> str:
+    if not isinstance(noise, str) or noise.lower() not in FAMILIES:
+        raise ValueError(f"noise must be one of {', '.join(FAMILIES)}; got {noise!r}")
+    return noise.lower()
+
+
+class SmoothSensitivityMechanism(Mechanism):
+    """q(x) + SS_γ(x)·Z with Z calibrated for the family (NRS 2007; seed 001 Thm. 8).
+
+    Parameters
+    ----------
+    query : a query with ``value`` and ``smooth_sensitivity(data, beta)``.
+    epsilon : privacy parameter (for the zCDP families the guarantee is ½ε²-zCDP).
+    gamma : smoothness γ in the family's admissible range; ``None`` = :func:`default_gamma`.
+    noise : the noise family (see module docstring).
+    delta : required for ``"laplace"`` (NRS (ε, δ)-DP).
+    n : a public dataset size for the default-γ rule under add/remove neighbours
+        (under substitution n is public and taken from the data).
+    **shape : fixed family shape (e.g. ``alpha`` for PolyPlace, ``d`` for Student t);
+        omitted = the shape ``calibrate`` picks as best for (ε, γ).
+    """
+
+    name = "smooth_sensitivity"
+
+    def __init__(
+        self,
+        query: Any,
+        epsilon: float,
+        gamma: float | None = None,
+        noise: str = "polyplace",
+        delta: float | None = None,
+        *,
+        n: int | None = None,
+        **shape: Any,
+    ) -> None:
+        self.query = query
+        self.family = _family(noise)
+        self.epsilon = _validate.epsilon(epsilon)
+        if delta is not None:
+            delta = _validate.delta(delta, allow_zero=False)
+        if self.family in APPROX_FAMILIES and delta is None:
+            raise ValueError(
+                f"noise={self.family!r} gives (epsilon, delta)-DP: pass delta in (0, 1), "
+                "or choose a pure-DP family such as noise='polyplace'"
+            )
+        self.delta = delta
+        self.shape = dict(shape)
+        self.n = None if n is None else int(_validate.finite_positive(n, "n"))
+        self._gmax = _max_gamma(self.family, self.epsilon, self.delta)
+        if gamma is not None:
+            g = _validate.finite_positive(gamma, "gamma")
+            if not g < self._gmax:
+                raise ValueError(
+                    f"gamma must be in (0, {self._gmax:.6g}) for noise={self.family!r} at "
+                    f"epsilon={self.epsilon:g}; got {gamma!r}. Pass a smaller gamma or "
+                    "gamma=None for the default rule"
+                )
+            gamma = g
+        self.gamma = gamma
+        self._cache: dict[float, Any] = {}
+        # The guarantee depends on (family, ε, δ) only, never on γ; fix it now.
+        probe = gamma if gamma is not None else self._gamma_for(self.n)
+        self._guarantee: Guarantee = self._calibration(probe).guarantee
+
+    # -- calibration -------------------------------------------------------
+    def _calibration(self, gamma: float) -> Any:
+        cal = self._cache.get(gamma)
+        if cal is None:
+            from ..noise import calibrate
+
+            cal = calibrate(self.family, self.epsilon, gamma, delta=self.delta, **self.shape)
+            self._cache[gamma] = cal
+        return cal
+
+    def _public_n(self, data: Any) -> int | None:
+        if getattr(self.query, "neighbours", "substitution") == "substitution":
+            try:
+                return int(len(data))
+            except TypeError:
+                return self.n
+        return self.n
+
+    def _gamma_for(self, n: int | None) -> float:
+        if self.gamma is not None:
+            return self.gamma
+        return default_gamma(self.query, self.family, self.epsilon, self.delta, n=n)
+
+    # -- public face -------------------------------------------------------
+    @property
+    def guarantee(self) -> Guarantee:
+        return self._guarantee
+
+    def parameters(self, gamma: float | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "query": _query_kind(self.query),
+            "epsilon": self.epsilon,
+            "noise": self.family,
+            "gamma": gamma if gamma is not None else self.gamma,
+            "gamma_rule": "user" if self.gamma is not None else "default_gamma",
+        }
+        if self.delta is not None:
+            params["delta"] = self.delta
+        if self.shape:
+            params["shape"] = dict(self.shape)
+        qp = getattr(self.query, "parameters", None)
+        if callable(qp):
+            params["query_parameters"] = qp()
+        return params
+
+    def _center_and_scale(self, data: Any) -> tuple[float, float, Any, float]:
+        gamma = self._gamma_for(self._public_n(data))
+        cal = self._calibration(gamma)
+        if cal.guarantee != self._guarantee:  # pragma: no cover - calibrate contract
+            raise RuntimeError("calibration guarantee changed with gamma")
+        value = float(self.query.value(data))
+        ss = float(self.query.smooth_sensitivity(data, beta=gamma))
+        if not math.isfinite(ss):
+            raise ValueError(
+                "the smooth sensitivity is unbounded for this query; give it finite bounds"
+            )
+        return value, ss, cal, gamma
+
+    def release(self, data: Any, rng: Any = None) -> Release:
+        source = resolve(rng)
+        value, ss, cal, gamma = self._center_and_scale(data)
+        noisy = value if ss == 0 else add_noise(value, ss, cal.noise, source)
+        return Release(
+            noisy, self.guarantee, self.name, self.parameters(gamma=gamma), source.secure
+        )
+
+    def output_distribution(self, data: Any) -> OutputDistribution:
+        """Exact law: q(x) + SS_γ(x)·Z (a point mass when SS = 0)."""
+        value, ss, cal, _ = self._center_and_scale(data)
+        if ss == 0:
+            zero = lambda y: np.zeros_like(np.asarray(y, dtype=float))  # noqa: E731
+            return OutputDistribution(pdf=zero, cdf=zero, atoms={value: 1.0})
+        return OutputDistribution.additive(value, ss, cal.noise)
+
+    def sample(self, data: Any, size: int, rng: Any = None) -> np.ndarray:
+        """Vectorised simulation draws on one dataset (benchmarks; not a release)."""
+        from ..random import as_generator
+
+        value, ss, cal, _ = self._center_and_scale(data)
+        return value + ss * np.asarray(cal.noise.sample(size, as_generator(rng)))

@@ -1,0 +1,193 @@
+"""Releasing stable values by distance to instability (lecture notes 003 §15.1.4;
+Thakurta & Smith 2013; Vadhan 2017 §3.3).
+
+d(x) = min{ d(x, x″) : f(x″) ≠ f(x) } − 1 has global sensitivity 1.  The
+mechanism draws d̂ = d(x) + Z with Z discrete Laplace of scale 1/ε (d is an
+integer, so this is ε-DP and exactly samplable, CKS 2020) and outputs f(x)
+if d̂ ≥ T, ⊥ otherwise.  T is the smallest integer with
+P(Z ≥ T) = e^{−εT}/(1 + e^{−ε}) ≤ δ, so on an unstable input (d = 0) the
+value escapes with probability ≤ δ; the notes' threshold ln(1/δ)/ε (with
+continuous Laplace) is never smaller.  The result is (ε, δ)-DP: when
+f(x) = f(x′) the output is post-processing of the ε-DP d̂, and when
+f(x) ≠ f(x′) both d(x) = d(x′) = 0 and each side releases its value with
+probability ≤ δ.
+
+Exact distances are given here for the mode (argmax of category counts):
+
+* add/remove neighbours — one step changes one count by 1, so a rival j
+  overtakes the leader i* (count c*) after c* − c_j + 1 steps, or c* − c_j if j
+  wins ties;
+* substitution neighbours — one step moves a record from i* to j and closes
+  the gap by 2: ⌊(c* − c_j)/2⌋ + 1 steps, or ⌈(c* − c_j)/2⌉ if j wins ties.
+
+Ties are broken toward the category listed first, which is public.  Any query
+object with a ``distance_to_instability(data)`` method works as well.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _validate
+from ..noise.discrete import DiscreteLaplace, sample_discrete_laplace
+from ..privacy import ApproxDP
+from ..random import RandomSource, resolve
+from .base import Mechanism, OutputDistribution, Release
+
+
+def mode_index(counts: Sequence[int]) -> int:
+    """The leading category: largest count, ties toward the lowest index."""
+    return int(np.argmax(np.asarray(counts)))
+
+
+def mode_distance_to_instability(counts: Sequence[int], neighbours: str = "substitution") -> int:
+    """Exact d(x) = (number of record changes needed to change the mode) − 1.
+
+    ``counts`` are the category counts in the public category order; ``n`` is
+    their sum.  With a single category the mode can never change (returns a
+    very large number; the release then always succeeds, which is correct).
+    """
+    c = np.asarray(counts, dtype=np.int64)
+    if c.ndim != 1 or c.size == 0 or (c < 0).any():
+        raise ValueError("counts must be a non-empty 1-D array of non-negative integers")
+    if neighbours not in ("substitution", "add_remove"):
+        raise ValueError(f"neighbours must be 'substitution' or 'add_remove', got {neighbours!r}")
+    if c.size == 1:
+        return np.iinfo(np.int64).max // 4
+    lead = mode_index(c)
+    gaps = c[lead] - c
+    wins_ties = np.arange(c.size) < lead  # a rival listed before the leader wins a tie
+    if neighbours == "add_remove":
+        steps = np.where(wins_ties, gaps, gaps + 1)
+    else:
+        steps = np.where(wins_ties, (gaps + 1) // 2, gaps // 2 + 1)
+    steps[lead] = np.iinfo(np.int64).max
+    return int(steps.min()) - 1
+
+
+class Mode:
+    """The most frequent category among public ``categories`` (ties → listed first).
+
+    ``value`` returns the category; ``distance_to_instability`` is exact for the
+    chosen neighbour relation.  Under substitution the categories must include
+    every possible label (a record can be changed into any of them).
+    """
+
+    name = "mode"
+
+    def __init__(self, categories: Sequence[Hashable], neighbours: str = "substitution") -> None:
+        cats = list(categories)
+        if len(cats) < 1 or len(set(cats)) != len(cats):
+            raise ValueError("categories must be a non-empty list of distinct labels")
+        if neighbours not in ("substitution", "add_remove"):
+            raise ValueError(
+                f"neighbours must be 'substitution' or 'add_remove', got {neighbours!r}"
+            )
+        self.categories = cats
+        self.neighbours = neighbours
+        self._index = {c: i for i, c in enumerate(cats)}
+
+    def counts(self, data: Any) -> np.ndarray:
+        c = np.zeros(len(self.categories), dtype=np.int64)
+        for item in np.asarray(data, dtype=object).ravel().tolist():
+            try:
+                c[self._index[item]] += 1
+            except KeyError:
+                raise ValueError(
+                    f"data contains a label not among the public categories: {item!r}"
+                ) from None
+        return c
+
+    def value(self, data: Any) -> Hashable:
+        return self.categories[mode_index(self.counts(data))]
+
+    def distance_to_instability(self, data: Any) -> int:
+        return mode_distance_to_instability(self.counts(data), self.neighbours)
+
+    def parameters(self) -> dict[str, Any]:
+        return {"categories": list(self.categories), "neighbours": self.neighbours}
+
+
+def stability_threshold(epsilon: float, delta: float) -> int:
+    """Smallest integer T with P(Z ≥ T) = e^{−εT}/(1 + e^{−ε}) ≤ δ, Z ~ DLap(1/ε)."""
+    t = math.ceil((math.log(1.0 / delta) - math.log1p(math.exp(-epsilon))) / epsilon)
+    # Guard the ceiling against rounding: step until the exact inequality holds.
+    while math.exp(-epsilon * t) / (1 + math.exp(-epsilon)) > delta:
+        t += 1
+    while t > 0 and math.exp(-epsilon * (t - 1)) / (1 + math.exp(-epsilon)) <= delta:
+        t -= 1
+    return max(t, 0)
+
+
+def pass_probability(distance: float, epsilon: float, delta: float) -> float:
+    """P(d + Z ≥ T) for Z ~ DLap(1/ε): the exact chance a test with this distance passes."""
+    if math.isinf(distance):
+        return 1.0
+    t = stability_threshold(epsilon, delta)
+    # P(Z ≥ T − d) = P(Z > T − d − 1)
+    return float(DiscreteLaplace(1.0 / epsilon).sf(t - int(distance) - 1))
+
+
+def noisy_distance_passes(
+    distance: float, epsilon: float, delta: float, source: RandomSource
+) -> bool:
+    """One draw of the test d + DLap(1/ε) ≥ T (always passes for d = ∞)."""
+    if math.isinf(distance):
+        return True
+    z = sample_discrete_laplace(1.0 / epsilon, source)
+    return int(distance) + int(z) >= stability_threshold(epsilon, delta)
+
+
+class StableRelease(Mechanism):
+    """Release f(x) exactly when it is stable: (ε, δ)-DP (003 §15.1.4).
+
+    ``query`` needs ``value(data)`` and ``distance_to_instability(data)`` (for
+    example :class:`Mode`).  A refusal is a release whose value is ``None``.
+    """
+
+    name = "stable_release"
+
+    def __init__(self, query: Any, epsilon: float, delta: float) -> None:
+        if not callable(getattr(query, "distance_to_instability", None)):
+            raise ValueError(
+                "query must supply distance_to_instability(data); use Mode(categories) for "
+                "the argmax of counts"
+            )
+        self.query = query
+        self.epsilon = _validate.epsilon(epsilon)
+        self.delta = _validate.delta(delta, allow_zero=False)
+
+    @property
+    def guarantee(self) -> ApproxDP:
+        return ApproxDP(self.epsilon, self.delta)
+
+    def parameters(self) -> dict[str, Any]:
+        params = {
+            "query": getattr(self.query, "name", type(self.query).__name__),
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "threshold": stability_threshold(self.epsilon, self.delta),
+        }
+        qp = getattr(self.query, "parameters", None)
+        if callable(qp):
+            params["query_parameters"] = qp()
+        return params
+
+    def release(self, data: Any, rng: Any = None) -> Release:
+        source = resolve(rng)
+        distance = self.query.distance_to_instability(data)
+        value = self.query.value(data)
+        if noisy_distance_passes(distance, self.epsilon, self.delta, source):
+            return self._record(value, source)
+        return self._record(None, source)
+
+    def output_distribution(self, data: Any) -> OutputDistribution:
+        """Two atoms: f(x) with the exact pass probability, ⊥ (``None``) otherwise."""
+        p = pass_probability(self.query.distance_to_instability(data), self.epsilon, self.delta)
+        value = self.query.value(data)
+        zero = lambda y: np.zeros_like(np.asarray(y, dtype=float))  # noqa: E731
+        return OutputDistribution(pdf=zero, cdf=zero, atoms={value: p, None: 1.0 - p})
