@@ -13,12 +13,21 @@ knows how much it can move under its neighbour relation:
 - ``smooth_sensitivity(data, beta)`` — SS_β(x) = max_k e^{−kβ} A^(k)(x).
 
 Data are clamped to the query's public bounds where it has them.
+
+``prepare(data)`` validates and normalises the data once (for order
+statistics: clamp and sort) and returns a :class:`Prepared` that every method
+of the same query — and of any query with the same ``prepare_key`` (e.g. all
+order statistics with the same bounds) — accepts without redoing the work.  A
+mechanism that needs both ``value`` and ``smooth_sensitivity`` should call
+``prepare`` first.  A ``Prepared`` holds private data: it is an analysis
+object, never part of a release.
 """
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from .. import _validate
@@ -27,11 +36,44 @@ Relation = Literal["substitution", "add_remove", "edge"]
 RELATIONS: tuple[str, ...] = ("substitution", "add_remove", "edge")
 
 
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """Data already validated and normalised for queries with ``key`` as ``prepare_key``."""
+
+    key: tuple
+    data: Any
+
+
 class Query(ABC):
     """Base class: subclasses implement ``value`` and ``local_sensitivity``."""
 
     name: ClassVar[str] = ""
     neighbours: Relation
+
+    def prepare_key(self) -> tuple:
+        """Which preparations this query shares (default: its class and parameters)."""
+        return (type(self).__name__, tuple(sorted(self.parameters().items())))
+
+    def _prepare(self, data: Any) -> Any:
+        """Validate and normalise raw data (subclasses override)."""
+        return data
+
+    def prepare(self, data: Any) -> Prepared:
+        """Validate/normalise once; the result is accepted by every method."""
+        if isinstance(data, Prepared):
+            return Prepared(self.prepare_key(), self._load(data))
+        return Prepared(self.prepare_key(), self._prepare(data))
+
+    def _load(self, data: Any) -> Any:
+        """The normalised data, from raw input or from a matching ``Prepared``."""
+        if isinstance(data, Prepared):
+            if data.key != self.prepare_key():
+                raise ValueError(
+                    "data was prepared for a different query (other bounds or type); "
+                    "call prepare() on this query"
+                )
+            return data.data
+        return self._prepare(data)
 
     @property
     @abstractmethod
@@ -52,6 +94,7 @@ class Query(ABC):
         once e^{−kβ}·GS ≤ best, no larger k can win.  Subclasses override with
         exact fast algorithms."""
         beta = _validate.nonnegative(beta, "beta")
+        data = self.prepare(data)
         gs = self.global_sensitivity
         best = self.local_sensitivity(data, 0)
         k = 1

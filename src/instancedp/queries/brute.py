@@ -1,0 +1,204 @@
+"""Brute-force reference: local and smooth sensitivity by enumerating neighbours.
+
+Works on small finite domains only (values from a short grid, n ≤ 7; graphs
+on ≤ 6 vertices) and uses nothing but the statistic ``f`` itself, so it is
+an independent check of every fast formula in ``instancedp.queries``.
+
+Datasets of scalar records are multisets, represented as sorted tuples (all
+the scalar queries are symmetric).  Graphs are :class:`~.graphs.Graph`.
+
+Relations:
+
+- ``"substitution"`` — replace one record by any domain value (n fixed);
+- ``"add_remove"`` — add any domain value, or remove one record (datasets
+  stay non-empty: removing the last record is not a move);
+- ``"edge"`` — toggle one vertex pair of a graph (vertex set fixed).
+
+``local_sensitivity(f, x, relation, domain, distance=k)`` is
+A^(k)(x) = max{LS(y) : d(x, y) ≤ k}, found by breadth-first search over the
+neighbour graph; ``smooth_sensitivity`` is max_k e^{−kβ} A^(k)(x).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+__all__ = [
+    "datasets",
+    "neighbours",
+    "local_sensitivity",
+    "local_sensitivities",
+    "smooth_sensitivity",
+    "graphs",
+]
+
+MAX_N = 7
+MAX_VERTICES = 6
+
+
+def datasets(domain: Sequence[float], n: int) -> Iterator[tuple]:
+    """Every multiset of n values from ``domain`` (as sorted tuples)."""
+    if n < 1 or n > MAX_N:
+        raise ValueError(f"n must be in [1, {MAX_N}] for brute force, got {n!r}")
+    yield from itertools.combinations_with_replacement(sorted(domain), n)
+
+
+def graphs(n_vertices: int) -> Iterator[Any]:
+    """Every simple graph on ``n_vertices`` labelled vertices."""
+    from .graphs import Graph
+
+    if n_vertices < 1 or n_vertices > MAX_VERTICES:
+        raise ValueError(f"n_vertices must be in [1, {MAX_VERTICES}], got {n_vertices!r}")
+    pairs = list(itertools.combinations(range(n_vertices), 2))
+    for mask in range(1 << len(pairs)):
+        edges = [pairs[b] for b in range(len(pairs)) if mask >> b & 1]
+        yield Graph.from_edges(edges, n_vertices)
+
+
+def neighbours(data: Any, relation: str, domain: Sequence[float] | None = None) -> list:
+    """All neighbours of ``data`` under ``relation`` (distinct, ``data`` excluded)."""
+    if relation == "edge":
+        g = data
+        n = g.n_vertices
+        edges = set(g.edge_set())
+        out = []
+        for pair in itertools.combinations(range(n), 2):
+            out.append(type(g).from_edges(sorted(edges ^ {pair}), n))
+        return out
+    if domain is None:
+        raise ValueError("domain is required for the substitution and add_remove relations")
+    x = tuple(sorted(data))
+    dom = sorted(set(domain))
+    found: set[tuple] = set()
+    if relation == "substitution":
+        for i in range(len(x)):
+            rest = x[:i] + x[i + 1 :]
+            for v in dom:
+                found.add(tuple(sorted(rest + (v,))))
+    elif relation == "add_remove":
+        for v in dom:
+            found.add(tuple(sorted(x + (v,))))
+        if len(x) > 1:
+            for i in range(len(x)):
+                found.add(x[:i] + x[i + 1 :])
+    else:
+        raise ValueError(
+            f"relation must be 'substitution', 'add_remove' or 'edge', got {relation!r}"
+        )
+    found.discard(x)
+    return sorted(found)
+
+
+def _key(data: Any, relation: str) -> Any:
+    return data if relation == "edge" else tuple(sorted(data))
+
+
+class _Explorer:
+    """Memoised f, LS and neighbour lists for one statistic."""
+
+    def __init__(self, f: Callable[[Any], float], relation: str, domain) -> None:
+        self.f, self.relation, self.domain = f, relation, domain
+        self._f: dict = {}
+        self._ls: dict = {}
+        self._nb: dict = {}
+
+    def value(self, x):
+        if x not in self._f:
+            self._f[x] = float(self.f(list(x) if self.relation != "edge" else x))
+        return self._f[x]
+
+    def nbrs(self, x):
+        if x not in self._nb:
+            self._nb[x] = [_key(y, self.relation) for y in neighbours(x, self.relation, self.domain)]
+        return self._nb[x]
+
+    def ls(self, x):
+        if x not in self._ls:
+            fx = self.value(x)
+            self._ls[x] = max((abs(self.value(y) - fx) for y in self.nbrs(x)), default=0.0)
+        return self._ls[x]
+
+
+def local_sensitivities(
+    f: Callable[[Any], float],
+    data: Any,
+    relation: str,
+    domain: Sequence[float] | None = None,
+    max_distance: int = 3,
+    max_size: int | None = None,
+) -> list[float]:
+    """[A^(0)(x), …, A^(max_distance)(x)] by breadth-first search.
+
+    ``max_size`` (add_remove only) bounds the dataset sizes explored; it must be
+    ≥ len(x) + max_distance for the answer to be exact (the default).
+    """
+    ex = _Explorer(f, relation, domain)
+    start = _key(data, relation)
+    seen = {start}
+    frontier = [start]
+    best = ex.ls(start)
+    out = [best]
+    for _ in range(max_distance):
+        nxt = []
+        for x in frontier:
+            for y in ex.nbrs(x):
+                if y not in seen and (max_size is None or len(y) <= max_size):
+                    seen.add(y)
+                    nxt.append(y)
+        frontier = nxt
+        for y in frontier:
+            best = max(best, ex.ls(y))
+        out.append(best)
+    return out
+
+
+def local_sensitivity(
+    f: Callable[[Any], float],
+    data: Any,
+    relation: str,
+    domain: Sequence[float] | None = None,
+    distance: int = 0,
+) -> float:
+    """A^(k)(x) = max over y with d(x, y) ≤ k of LS(y)."""
+    return local_sensitivities(f, data, relation, domain, distance)[distance]
+
+
+def smooth_sensitivity(
+    f: Callable[[Any], float],
+    data: Any,
+    relation: str,
+    domain: Sequence[float] | None = None,
+    beta: float = 0.1,
+    *,
+    global_sensitivity: float | None = None,
+    max_distance: int = 60,
+) -> float:
+    """max_k e^{−kβ} A^(k)(x), by BFS until the space is exhausted or the decay
+    makes larger k irrelevant (e^{−kβ}·GS ≤ best, needs ``global_sensitivity``)."""
+    ex = _Explorer(f, relation, domain)
+    start = _key(data, relation)
+    seen = {start}
+    frontier = [start]
+    a_k = ex.ls(start)
+    best = a_k
+    k = 0
+    while frontier:
+        k += 1
+        if global_sensitivity is not None and math.exp(-k * beta) * global_sensitivity <= best:
+            return best
+        if k > max_distance:
+            raise ValueError(f"brute force did not terminate within distance {max_distance}")
+        nxt = []
+        for x in frontier:
+            for y in ex.nbrs(x):
+                if y not in seen:
+                    seen.add(y)
+                    nxt.append(y)
+        frontier = nxt
+        for y in frontier:
+            a_k = max(a_k, ex.ls(y))
+        best = max(best, math.exp(-k * beta) * a_k)
+    return best

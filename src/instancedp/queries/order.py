@@ -1,0 +1,362 @@
+"""Order statistics: quantiles, the median, the minimum and the maximum.
+
+Substitution neighbours (n fixed, one record replaced), data clamped to the
+public bounds [lower, upper].  With x_1 ≤ … ≤ x_n the sorted clamped data and
+the convention x_i = lower for i < 1 and x_i = upper for i > n, the local
+sensitivity at distance k of the order statistic x_m is (NRS 2007, §3.1;
+FORMULAS.md §1)
+
+    A^(k)(x) = max_{0 ≤ t ≤ k+1} (x_{m+t} − x_{m+t−k−1}).
+
+The same "pair" structure covers the trimmed mean (``means.py``): the pairs
+(i, j) with i ≤ i_max, j ≥ j_min and j − i = k + d0 (d0 = j_min − i_max + 1).
+Hence the smooth sensitivity is a maximum over pairs,
+
+    SS_β(x) = max_{i ≤ i_max ≤ j_min ≤ j, (i, j) ≠ (i_max, j_min)}
+              e^{−β (j − i − d0)} (x_j − x_i),
+
+computed here exactly in O(W log W) after the sort, where W is the number of
+distinct values within the distance K = ln((upper − lower)/SS)/β of the
+centre that can still win (early termination):
+
+* only pairs within the window j − i − d0 < W are examined; a pair outside
+  has value ≤ e^{−βW}(upper − lower), so the window stops growing as soon
+  as that bound is ≤ the best pair found inside it;
+* within the window, runs of equal values are compressed (for i only the
+  last index of a run can win, for j only the first), found by bisection of
+  the sorted array, so all-equal and heavy-tie data cost O(#runs · log n);
+* the maximum over the remaining candidate pairs uses the monotone-argmax
+  divide and conquer: log(x_j − x_i) has increasing differences in (i, j)
+  (for a < b ≤ c ≤ d: log((d − a)/(c − a)) ≤ log((d − b)/(c − b))) and the
+  decay term is separable, so the largest maximising j is non-decreasing in i.
+
+All of this is checked against the O(n²) definition and a brute-force
+enumeration of neighbours in ``tests/test_queries_order.py``.
+
+The smooth sensitivity can underflow to 0.0 for data with long runs of equal
+values and large β (e.g. e^{−10^6}); ``log_smooth_sensitivity`` returns the
+exact logarithm.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .. import _validate
+from .base import Query
+
+__all__ = [
+    "Quantile",
+    "Median",
+    "Min",
+    "Max",
+    "sorted_clamped",
+    "quantile_index",
+    "pair_local_sensitivity",
+    "pair_log_smooth_sensitivity",
+    "pair_smooth_sensitivity_naive",
+]
+
+_LEAF = 8192  # change points of sorted blocks up to this size are found by np.diff
+_DENSE = 1 << 16  # candidate sets with p·q up to this are maximised densely
+
+
+def sorted_clamped(data: Any, lower: float, upper: float, drop_missing: bool = False) -> np.ndarray:
+    """Validated data (``_validate.data_array``), clamped to [lower, upper], sorted."""
+    x = _validate.data_array(data, drop_missing=drop_missing)
+    x = np.clip(x, lower, upper)
+    x.sort()
+    return x
+
+
+def quantile_index(q: float, n: int) -> int:
+    """The 1-based index m = max(1, ⌈q·n⌉) of the q-quantile of n sorted values.
+
+    This is the inverse of the empirical CDF (numpy's ``inverted_cdf``): the
+    smallest m with m/n ≥ q.  Computed exactly from the binary value of q (no
+    rounding: q = 0.3 and n = 10 give m = 3).  For the median (q = 1/2) and even
+    n this is the lower median m = n/2; for odd n it is (n + 1)/2.
+    """
+    num, den = Fraction(q).as_integer_ratio()
+    return max(1, -((-num * n) // den))
+
+
+def _X(x: np.ndarray, lower: float, upper: float, idx: np.ndarray) -> np.ndarray:
+    """x_i for 1-based indices, with x_i = lower for i < 1 and upper for i > n."""
+    n = x.size
+    out = x[np.clip(idx, 1, n) - 1]
+    out = np.where(idx < 1, lower, out)
+    return np.where(idx > n, upper, out)
+
+
+def pair_local_sensitivity(
+    x: np.ndarray, lower: float, upper: float, i_max: int, j_min: int, k: int
+) -> float:
+    """max over pairs with j − i = k + d0 of x_j − x_i (unscaled A^(k)); O(k), at most O(n)."""
+    n = x.size
+    d0 = j_min - i_max + 1
+    if k + d0 >= n + 1:  # the pair (0, n + 1) is in reach
+        return float(upper - lower)
+    i = np.arange(i_max - k - 1, i_max + 1)
+    j = i + k + d0
+    return float(np.max(_X(x, lower, upper, j) - _X(x, lower, upper, i)))
+
+
+def pair_smooth_sensitivity_naive(
+    x: np.ndarray, lower: float, upper: float, i_max: int, j_min: int, beta: float
+) -> float:
+    """max_k e^{−kβ} A^(k), every k from 0 to n: the O(n²) definition (reference)."""
+    n = x.size
+    d0 = j_min - i_max + 1
+    best = 0.0
+    for k in range(0, n + 2 - d0):
+        best = max(best, math.exp(-k * beta) * pair_local_sensitivity(x, lower, upper, i_max, j_min, k))
+    return best
+
+
+def _change_points(x: np.ndarray, s: int, e: int) -> np.ndarray:
+    """0-based positions c in [s, e − 1) with x[c] != x[c + 1], for sorted x.
+
+    Bisection skips constant blocks in O(1) (sorted: x[s] == x[e−1] means the
+    block is constant), so the cost is O(#runs · log n) plus O(e − s) at most.
+    """
+    out: list[np.ndarray] = []
+    stack = [(s, e)]
+    while stack:
+        a, b = stack.pop()
+        if b - a < 2 or x[a] == x[b - 1]:
+            continue
+        if b - a <= _LEAF:
+            seg = x[a:b]
+            out.append(np.flatnonzero(seg[1:] != seg[:-1]) + a)
+            continue
+        mid = (a + b) // 2
+        stack.append((mid, b))  # pairs c in [mid, b − 1)
+        stack.append((a, mid + 1))  # pairs c in [a, mid)
+    if not out:
+        return np.empty(0, dtype=np.int64)
+    return np.sort(np.concatenate(out))
+
+
+def _i_candidates(x: np.ndarray, a: int, b: int) -> np.ndarray:
+    """1-based indices in [a, b] that end a run of equal x_i (plus b itself)."""
+    parts = []
+    if a == 0:
+        parts.append(np.array([0]))
+        a = 1
+    if a <= b:
+        parts.append(_change_points(x, a - 1, b) + 1)
+        parts.append(np.array([b]))
+    return np.concatenate(parts).astype(np.int64)
+
+
+def _j_candidates(x: np.ndarray, a: int, b: int) -> np.ndarray:
+    """1-based indices in [a, b] that start a run of equal x_j (plus a itself)."""
+    n = x.size
+    parts = [np.array([a])]
+    top = min(b, n)
+    if a <= top:
+        parts.append(_change_points(x, a - 1, top) + 2)
+    if b == n + 1 and a <= n:
+        parts.append(np.array([n + 1]))
+    return np.concatenate(parts).astype(np.int64)
+
+
+def _pair_values(xi, ii, xj, jj, beta, d0, corner):
+    with np.errstate(divide="ignore"):
+        v = np.log(xj - xi) - beta * (jj - ii - d0).astype(np.float64)
+    if corner is not None:
+        v = np.where((ii == corner[0]) & (jj == corner[1]), -np.inf, v)
+    return v
+
+
+def _max_over_pairs(xi, ii, xj, jj, beta, d0, corner) -> float:
+    """max over all (row, col) of log(xj − xi) − β(jj − ii − d0).
+
+    Rows ascending in ii, columns ascending in jj.  Monotone argmax divide and
+    conquer, vectorised level by level: the mid row of each pending block of
+    rows is maximised over its column range, and the argmax splits the
+    column range for the two halves.  O((p + q) log p) evaluations.
+    """
+    p, q = xi.size, xj.size
+    if p * q <= _DENSE:
+        v = _pair_values(xi[:, None], ii[:, None], xj[None, :], jj[None, :], beta, d0, corner)
+        return float(v.max())
+    best = -np.inf
+    r_lo = np.array([0])
+    r_hi = np.array([p - 1])
+    c_lo = np.array([0])
+    c_hi = np.array([q - 1])
+    while r_lo.size:
+        mid = (r_lo + r_hi) // 2
+        lengths = c_hi - c_lo + 1
+        starts = np.cumsum(lengths) - lengths
+        total = int(lengths.sum())
+        seg = np.repeat(np.arange(mid.size), lengths)
+        cols = np.arange(total) - starts[seg] + c_lo[seg]
+        rows = mid[seg]
+        v = _pair_values(xi[rows], ii[rows], xj[cols], jj[cols], beta, d0, corner)
+        segmax = np.maximum.reduceat(v, starts)
+        best = max(best, float(segmax.max()))
+        # the largest argmax of each mid row (monotone in the row)
+        pos = np.where(v == segmax[seg], np.arange(total), -1)
+        opt = cols[np.maximum.reduceat(pos, starts)]
+        left = r_lo <= mid - 1
+        right = mid + 1 <= r_hi
+        r_lo, r_hi, c_lo, c_hi = (
+            np.concatenate([r_lo[left], mid[right] + 1]),
+            np.concatenate([mid[left] - 1, r_hi[right]]),
+            np.concatenate([c_lo[left], opt[right]]),
+            np.concatenate([opt[left], c_hi[right]]),
+        )
+    return best
+
+
+def pair_log_smooth_sensitivity(
+    x: np.ndarray, lower: float, upper: float, i_max: int, j_min: int, beta: float
+) -> float:
+    """log of max over pairs i ≤ i_max ≤ j_min ≤ j of e^{−β(j−i−d0)}(x_j − x_i).
+
+    ``x`` sorted and clamped to [lower, upper]; indices 1-based with
+    1 ≤ i_max ≤ j_min ≤ n.  Exact (see the module docstring); −inf if 0.
+    """
+    n = x.size
+    log_range = math.log(upper - lower)
+    if beta == 0:
+        return log_range  # the pair (0, n + 1)
+    d0 = j_min - i_max + 1
+    corner = (i_max, j_min) if j_min > i_max else None  # k = −1: not a pair
+    width = 32
+    best = -math.inf
+    while True:
+        i_lo = max(0, i_max - width)
+        j_hi = min(n + 1, j_min + width)
+        ii = _i_candidates(x, i_lo, i_max)
+        jj = _j_candidates(x, j_min, j_hi)
+        if corner is not None:
+            # the corner is excluded, so the runs through it need their next index
+            if i_max - 1 >= i_lo:
+                ii = np.unique(np.append(ii, i_max - 1))
+            if j_min + 1 <= j_hi:
+                jj = np.unique(np.append(jj, j_min + 1))
+        xi = _X(x, lower, upper, ii)
+        xj = _X(x, lower, upper, jj)
+        best = max(best, _max_over_pairs(xi, ii, xj, jj, beta, d0, corner))
+        if i_lo == 0 and j_hi == n + 1:
+            return best
+        # every pair outside the window has k ≥ width
+        if log_range - beta * width <= best:
+            return best
+        need = math.ceil((log_range - best) / beta) if best > -math.inf else 0
+        width = int(min(max(2 * width, need), n + 1))
+
+
+class _OrderStatistic(Query):
+    """x_m of the sorted clamped data, substitution neighbours."""
+
+    neighbours = "substitution"
+    exact: ClassVar[bool] = True
+
+    def __init__(self, lower: float, upper: float, *, drop_missing: bool = False) -> None:
+        self.lower, self.upper = _validate.bounds(lower, upper)
+        self.drop_missing = bool(drop_missing)
+
+    def index(self, n: int) -> int:
+        """The 1-based index m of the statistic among n sorted values."""
+        raise NotImplementedError
+
+    def prepare_key(self) -> tuple:
+        # every order statistic (and the trimmed mean) with these bounds shares the sort
+        return ("sorted_clamped", self.lower, self.upper, self.drop_missing)
+
+    def _prepare(self, data: Any) -> np.ndarray:
+        return sorted_clamped(data, self.lower, self.upper, self.drop_missing)
+
+    @property
+    def global_sensitivity(self) -> float:
+        return self.upper - self.lower
+
+    def value(self, data: Any) -> float:
+        x = self._load(data)
+        return float(x[self.index(x.size) - 1])
+
+    def max_distance(self, data: Any) -> float:
+        return float(self._load(data).size)  # A^(k) = upper − lower from k = n on
+
+    def local_sensitivity(self, data: Any, distance: int = 0) -> float:
+        k = _distance(distance)
+        x = self._load(data)
+        m = self.index(x.size)
+        return pair_local_sensitivity(x, self.lower, self.upper, m, m, k)
+
+    def log_smooth_sensitivity(self, data: Any, beta: float) -> float:
+        """log SS_β(x), exact even where SS underflows."""
+        beta = _validate.nonnegative(beta, "beta")
+        x = self._load(data)
+        m = self.index(x.size)
+        return pair_log_smooth_sensitivity(x, self.lower, self.upper, m, m, beta)
+
+    def smooth_sensitivity(self, data: Any, beta: float) -> float:
+        """SS_β(x) = max_k e^{−kβ} A^(k)(x), exact, O(n log n) with the sort."""
+        return math.exp(self.log_smooth_sensitivity(data, beta))
+
+    def parameters(self) -> dict[str, Any]:
+        return {"lower": self.lower, "upper": self.upper}
+
+
+def _distance(distance: Any) -> int:
+    if isinstance(distance, bool) or not isinstance(distance, int | np.integer) or distance < 0:
+        raise ValueError(f"distance must be an integer >= 0, got {distance!r}")
+    return int(distance)
+
+
+class Quantile(_OrderStatistic):
+    """The q-quantile x_m, m = max(1, ⌈q·n⌉) (``quantile_index``); q in (0, 1)."""
+
+    name = "quantile"
+
+    def __init__(
+        self, q: float, lower: float, upper: float, *, drop_missing: bool = False
+    ) -> None:
+        self.q = _validate.in_open_interval(q, "q", 0.0, 1.0)
+        super().__init__(lower, upper, drop_missing=drop_missing)
+
+    def index(self, n: int) -> int:
+        return quantile_index(self.q, n)
+
+    def parameters(self) -> dict[str, Any]:
+        return {"q": self.q, "lower": self.lower, "upper": self.upper}
+
+
+class Median(Quantile):
+    """The median x_m, m = ⌈n/2⌉: the lower median for even n (NRS 2007 §3.1)."""
+
+    name = "median"
+
+    def __init__(self, lower: float, upper: float, *, drop_missing: bool = False) -> None:
+        super().__init__(0.5, lower, upper, drop_missing=drop_missing)
+
+    def parameters(self) -> dict[str, Any]:
+        return {"lower": self.lower, "upper": self.upper}
+
+
+class Min(_OrderStatistic):
+    """The minimum x_1 (NRS 2007: A^(k) = max(x_{k+1} − lower, x_{k+2} − x_1))."""
+
+    name = "min"
+
+    def index(self, n: int) -> int:
+        return 1
+
+
+class Max(_OrderStatistic):
+    """The maximum x_n (mirror image of ``Min``)."""
+
+    name = "max"
+
+    def index(self, n: int) -> int:
+        return n
