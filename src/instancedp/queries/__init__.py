@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .base import RELATIONS, Prepared, Query, Relation
+from .base import RELATIONS, Prepared, Query, Relation  # noqa: F401
 
 _NAMES = {
     "Quantile": "order",

@@ -112,7 +112,8 @@ class _Explorer:
 
     def nbrs(self, x):
         if x not in self._nb:
-            self._nb[x] = [_key(y, self.relation) for y in neighbours(x, self.relation, self.domain)]
+            ys = neighbours(x, self.relation, self.domain)
+            self._nb[x] = [_key(y, self.relation) for y in ys]
         return self._nb[x]
 
     def ls(self, x):

@@ -114,7 +114,8 @@ def pair_smooth_sensitivity_naive(
     d0 = j_min - i_max + 1
     best = 0.0
     for k in range(0, n + 2 - d0):
-        best = max(best, math.exp(-k * beta) * pair_local_sensitivity(x, lower, upper, i_max, j_min, k))
+        a_k = pair_local_sensitivity(x, lower, upper, i_max, j_min, k)
+        best = max(best, math.exp(-k * beta) * a_k)
     return best
 
 
@@ -319,9 +320,7 @@ class Quantile(_OrderStatistic):
 
     name = "quantile"
 
-    def __init__(
-        self, q: float, lower: float, upper: float, *, drop_missing: bool = False
-    ) -> None:
+    def __init__(self, q: float, lower: float, upper: float, *, drop_missing: bool = False) -> None:
         self.q = _validate.in_open_interval(q, "q", 0.0, 1.0)
         super().__init__(lower, upper, drop_missing=drop_missing)
 
