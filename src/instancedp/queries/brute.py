@@ -96,6 +96,23 @@ def _key(data: Any, relation: str) -> Any:
     return data if relation == "edge" else tuple(sorted(data))
 
 
+_CACHE: dict = {}
+
+
+def _explorer(f, relation, domain) -> _Explorer:
+    """Memo shared across calls with the same statistic, relation and domain."""
+    key = (f, relation, None if domain is None else tuple(sorted(set(domain))))
+    try:
+        ex = _CACHE.get(key)
+    except TypeError:  # unhashable statistic
+        return _Explorer(f, relation, domain)
+    if ex is None:
+        if len(_CACHE) > 64:
+            _CACHE.clear()
+        ex = _CACHE[key] = _Explorer(f, relation, domain)
+    return ex
+
+
 class _Explorer:
     """Memoised f, LS and neighbour lists for one statistic."""
 
@@ -136,7 +153,7 @@ def local_sensitivities(
     ``max_size`` (add_remove only) bounds the dataset sizes explored; it must be
     ≥ len(x) + max_distance for the answer to be exact (the default).
     """
-    ex = _Explorer(f, relation, domain)
+    ex = _explorer(f, relation, domain)
     start = _key(data, relation)
     seen = {start}
     frontier = [start]
@@ -179,7 +196,7 @@ def smooth_sensitivity(
 ) -> float:
     """max_k e^{−kβ} A^(k)(x), by BFS until the space is exhausted or the decay
     makes larger k irrelevant (e^{−kβ}·GS ≤ best, needs ``global_sensitivity``)."""
-    ex = _Explorer(f, relation, domain)
+    ex = _explorer(f, relation, domain)
     start = _key(data, relation)
     seen = {start}
     frontier = [start]

@@ -77,11 +77,12 @@ def quantile_index(q: float, n: int) -> int:
     """The 1-based index m = max(1, ⌈q·n⌉) of the q-quantile of n sorted values.
 
     This is the inverse of the empirical CDF (numpy's ``inverted_cdf``): the
-    smallest m with m/n ≥ q.  Computed exactly from the binary value of q (no
-    rounding: q = 0.3 and n = 10 give m = 3).  For the median (q = 1/2) and even
+    smallest m with m/n ≥ q.  q is read as the shortest decimal that prints as
+    it (``repr``) and q·n is computed exactly, so q = 0.1 or 0.3 with n = 10
+    give m = 1 or 3, never one more through float rounding.  For the median (q = 1/2) and even
     n this is the lower median m = n/2; for odd n it is (n + 1)/2.
     """
-    num, den = Fraction(q).as_integer_ratio()
+    num, den = Fraction(repr(float(q))).as_integer_ratio()
     return max(1, -((-num * n) // den))
 
 
