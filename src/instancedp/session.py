@@ -182,3 +182,205 @@ class Session:
             f"Session(dataset_id={self.dataset_id!r}, ledger={self.ledger.path!r}, "
             f"budget={self._budget.describe()})"
         )
+
+
+# -- recipes: statistic + mechanism names → a mechanism (used by the CLI) ------
+STATISTICS: tuple[str, ...] = (
+    "median",
+    "quantile",
+    "mean",
+    "trimmed-mean",
+    "count",
+    "sum",
+    "ratio",
+    "min",
+    "max",
+)
+GRAPH_STATISTICS: tuple[str, ...] = ("triangles", "kstars", "two-triangles")
+MECHANISMS: tuple[str, ...] = (
+    "smooth",
+    "ptr",
+    "exponential",
+    "laplace",
+    "gaussian",
+    "bounded-ls",
+    "ksw",
+    "naive",
+)
+_NEEDS_BOUNDS = {"median", "quantile", "mean", "trimmed-mean", "sum", "min", "max"}
+_DEFAULT_MECHANISM = {
+    "median": "smooth",
+    "quantile": "smooth",
+    "trimmed-mean": "smooth",
+    "min": "smooth",
+    "max": "smooth",
+    "mean": "laplace",
+    "sum": "laplace",
+    "count": "laplace",
+    "ratio": "ksw",
+    "triangles": "smooth",
+    "kstars": "smooth",
+    "two-triangles": "smooth",
+}
+
+
+def default_mechanism(statistic: str) -> str:
+    """The mechanism used when none is named (documented in the README)."""
+    return _DEFAULT_MECHANISM[statistic]
+
+
+def build_query(
+    statistic: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    quantile: float | None = None,
+    trim: float | None = None,
+    k: int | None = None,
+) -> Any:
+    """The query object for a statistic name (validated: bounds, q, trim, k)."""
+    from . import _validate
+    from . import queries as Q
+
+    statistic = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
+    if statistic in _NEEDS_BOUNDS:
+        if bounds is None:
+            raise ValueError(
+                f"statistic {statistic!r} needs public bounds on the data: pass --bounds LO HI "
+                "(Python: bounds=(lo, hi)), chosen without looking at the data"
+            )
+        lo, hi = _validate.bounds(*bounds)
+    if quantile is not None and statistic != "quantile":
+        raise ValueError(f"--quantile applies to statistic 'quantile' only, not {statistic!r}")
+    if statistic == "median":
+        return Q.Median(lo, hi)
+    if statistic == "quantile":
+        if quantile is None:
+            raise ValueError("statistic 'quantile' needs --quantile Q with Q in (0, 1)")
+        return Q.Quantile(_validate.in_open_interval(quantile, "quantile", 0, 1), lo, hi)
+    if statistic == "mean":
+        return Q.Mean(lo, hi)
+    if statistic == "trimmed-mean":
+        t = 0.1 if trim is None else _validate.in_open_interval(trim, "trim", 0, 0.5)
+        return Q.TrimmedMean(t, lo, hi)
+    if statistic == "count":
+        return Q.Count()
+    if statistic == "sum":
+        return Q.Sum(lo, hi)
+    if statistic == "ratio":
+        return None  # the ratio mechanisms take 0/1 flags directly
+    if statistic == "min":
+        return Q.Min(lo, hi)
+    if statistic == "max":
+        return Q.Max(lo, hi)
+    if statistic == "triangles":
+        return Q.TriangleCount()
+    if statistic == "kstars":
+        kk = 2 if k is None else k
+        if not isinstance(kk, int) or kk < 1:
+            raise ValueError(f"k must be an integer >= 1 for kstars, got {k!r}")
+        return Q.KStarCount(kk)
+    return Q.TwoTriangleCount()
+
+
+def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
+    v = str(value).lower().replace("_", "-")
+    if v not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+    return v
+
+
+def build_mechanism(
+    statistic: str,
+    epsilon: float,
+    delta: float | None = None,
+    *,
+    mechanism: str | None = None,
+    bounds: tuple[float, float] | None = None,
+    quantile: float | None = None,
+    trim: float | None = None,
+    k: int | None = None,
+    noise: str | None = None,
+    gamma: float | None = None,
+    ptr_bound: float | None = None,
+    calibration: str = "analytic",
+) -> Any:
+    """A validated mechanism from names, as the CLI's ``release`` builds it.
+
+    Every parameter is checked here (raising ``ValueError`` that names it and
+    its range) so that nothing touches the ledger on bad input.  Mechanisms
+    with two stages split ε in half (PTR: ε/2 for the test, ε/2 for the
+    noise, inside the mechanism; bounded-ls: ε/2 for the bound, ε/2 for the
+    release).
+    """
+    from . import _validate
+    from . import mechanisms as M
+
+    statistic = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
+    eps = _validate.epsilon(epsilon)
+    d = None if delta is None else _validate.delta(delta)
+    if d == 0:
+        d = None
+    name = _choice(mechanism or default_mechanism(statistic), MECHANISMS, "mechanism")
+    if noise is not None and name != "smooth":
+        raise ValueError(f"--noise applies to --mechanism smooth only, not {name!r}")
+    if gamma is not None and name != "smooth":
+        raise ValueError(f"--gamma applies to --mechanism smooth only, not {name!r}")
+    if ptr_bound is not None and name != "ptr":
+        raise ValueError(f"--ptr-bound applies to --mechanism ptr only, not {name!r}")
+
+    if statistic == "ratio":
+        from .mechanisms.ratio import PrivateRatio
+
+        methods = {"ksw": "ksw", "naive": "naive", "bounded-ls": "bounded_ls"}
+        if name not in methods:
+            raise ValueError(
+                f"mechanism for statistic 'ratio' must be one of {', '.join(methods)}; got {name!r}"
+            )
+        if name == "bounded-ls" and d is None:
+            raise ValueError("mechanism 'bounded-ls' is (epsilon, delta)-DP: pass --delta D")
+        return PrivateRatio(eps, method=methods[name], delta=d if name == "bounded-ls" else None)
+    if name in ("ksw", "naive"):
+        raise ValueError(f"mechanism {name!r} applies to statistic 'ratio' only")
+
+    query = build_query(statistic, bounds=bounds, quantile=quantile, trim=trim, k=k)
+    if name == "smooth":
+        family = (noise or "polyplace").lower().replace("-", "_")
+        return M.SmoothSensitivityMechanism(query, eps, gamma=gamma, noise=family, delta=d)
+    if name == "laplace":
+        return M.LaplaceMechanism(query, eps)
+    if name == "gaussian":
+        if d is None:
+            raise ValueError("mechanism 'gaussian' is (epsilon, delta)-DP: pass --delta D")
+        return M.GaussianMechanism(query, eps, d, calibration=calibration)
+    if name == "ptr":
+        if d is None:
+            raise ValueError("mechanism 'ptr' is (epsilon, delta)-DP: pass --delta D")
+        if ptr_bound is None:
+            raise ValueError(
+                "mechanism 'ptr' needs a proposed sensitivity bound: pass --ptr-bound B "
+                "(a finite number > 0, chosen without looking at the data)"
+            )
+        b = _validate.finite_positive(ptr_bound, "ptr-bound")
+        # ProposeTestRelease splits ε itself: ε/2 for the test, ε/2 for the noise.
+        return M.ProposeTestRelease(query, b, eps, d)
+    if name == "exponential":
+        if statistic not in ("median", "quantile"):
+            raise ValueError(
+                "mechanism 'exponential' applies to statistics 'median' and 'quantile' only"
+            )
+        q = 0.5 if statistic == "median" else quantile
+        lo, hi = _validate.bounds(*bounds)  # type: ignore[misc]
+        return M.ExponentialQuantile(float(q), lo, hi, eps)
+    # bounded-ls
+    if d is None:
+        raise ValueError("mechanism 'bounded-ls' is (epsilon, delta)-DP: pass --delta D")
+    return M.BoundedLocalSensitivity(query, None, eps / 2, eps / 2, d)
+
+
+def check_input(statistic: str, data: np.ndarray) -> None:
+    """Own-input checks a statistic needs beyond numeric/non-empty (before any charge)."""
+    if statistic == "ratio" and not np.isin(data, (0.0, 1.0)).all():
+        raise ValueError(
+            "statistic 'ratio' needs a column of 0/1 flags (1 = counted in the numerator, "
+            "every row in the denominator): select or compute one with --sql"
+        )

@@ -1,0 +1,714 @@
+"""The ``instancedp`` command line: a thin layer over Session, io and experiments.
+
+Exit codes: 0 success; 2 bad input (one line on stderr naming the problem and
+the fix; nothing charged); 3 budget exhausted (the remaining budget on
+stderr); 1 an audit that found a violation, or an internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    name="instancedp",
+    help=(
+        "Instance-adaptive differential privacy: private statistics from files, SQL and "
+        "graphs with noise fitted to the data at hand, and a persistent privacy budget."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+ledger_app = typer.Typer(help="Create and inspect privacy-budget ledgers.", no_args_is_help=True)
+app.add_typer(ledger_app, name="ledger")
+
+EXIT_BAD_INPUT = 2
+EXIT_BUDGET = 3
+
+
+class CLIError(ValueError):
+    """Bad command-line input (exit 2)."""
+
+
+# -- shared helpers ----------------------------------------------------------------
+def _budget_from_flags(epsilon: float | None, delta: float | None, rho: float | None) -> Any:
+    from .privacy import ZCDP, ApproxDP, PureDP
+
+    if rho is not None:
+        if epsilon is not None or delta is not None:
+            raise CLIError(
+                "give either --budget-epsilon [--budget-delta] or --budget-rho, not both"
+            )
+        return ZCDP(rho)
+    if epsilon is None:
+        if delta is not None:
+            raise CLIError("--budget-delta needs --budget-epsilon E as well")
+        return None
+    if delta is None or float(delta) == 0:
+        return PureDP(epsilon)
+    return ApproxDP(epsilon, delta)
+
+
+def _rng(seed: int | None) -> Any:
+    if seed is None:
+        return None
+    from .random import simulation
+
+    return simulation(seed)
+
+
+def _warn_seeded() -> None:
+    print(
+        "WARNING: --seed makes a SEEDED SIMULATION, not a private release (secure: false); "
+        "use it for demos and tests only",
+        file=sys.stderr,
+    )
+
+
+def _fmt_value(v: Any) -> str:
+    if v is None:
+        return "refused (⊥: the mechanism declined to answer; the budget is still spent)"
+    if isinstance(v, float):
+        return f"{v:.10g}"
+    return str(v)
+
+
+def _fmt_params(params: dict[str, Any]) -> str:
+    parts = []
+    for k, v in params.items():
+        if isinstance(v, dict):
+            v = "{" + _fmt_params(v) + "}"
+        elif isinstance(v, float):
+            v = f"{v:g}"
+        parts.append(f"{k}={v}")
+    return ", ".join(parts)
+
+
+def _release_with_session(
+    mech: Any,
+    data: Any,
+    *,
+    budget: Any,
+    ledger: Path | None,
+    dataset_id: str,
+    seed: int | None,
+    as_json: bool,
+) -> None:
+    from .session import Session
+
+    rng = _rng(seed)
+    session = Session(
+        data,
+        budget if (budget is not None or ledger is not None) else mech.guarantee,
+        ledger=ledger,
+        dataset_id=dataset_id,
+    )
+    with session:
+        release = session.release(mech, rng=rng)
+        remaining = session.remaining if ledger is not None else None
+        total = session.budget if ledger is not None else None
+    if not release.secure:
+        _warn_seeded()
+    out = release.to_dict()
+    out["remaining"] = remaining.as_dict() if remaining is not None else None
+    out["ledger"] = str(ledger) if ledger is not None else None
+    out["dataset_id"] = dataset_id if ledger is not None else None
+    if as_json:
+        print(json.dumps(out, indent=2, default=str))
+        return
+    print(f"value       {_fmt_value(release.value)}")
+    print(f"guarantee   {release.guarantee.describe()}")
+    print(f"mechanism   {release.mechanism}")
+    print(f"parameters  {_fmt_params(dict(release.parameters))}")
+    if remaining is not None:
+        print(
+            f"remaining   {remaining.describe()} of {total.describe()} "
+            f"(ledger {ledger}, dataset '{dataset_id}')"
+        )
+    else:
+        print("remaining   (no ledger: pass --ledger PATH --budget-epsilon E to track a budget)")
+    if release.secure:
+        print("secure      true")
+    else:
+        print("secure      false  <-- SEEDED SIMULATION, NOT A PRIVATE RELEASE")
+
+
+# -- release -------------------------------------------------------------------------
+@app.command()
+def release(
+    file: Annotated[
+        Path | None,
+        typer.Argument(help="CSV/TSV/Parquet/JSON file (optional with --sql).", show_default=False),
+    ] = None,
+    column: Annotated[str | None, typer.Option(help="Column to use.")] = None,
+    statistic: Annotated[
+        str,
+        typer.Option(
+            help="median|quantile|mean|trimmed-mean|count|sum|ratio|min|max.",
+        ),
+    ] = "median",
+    epsilon: Annotated[float, typer.Option(help="Privacy parameter ε > 0.")] = ...,  # type: ignore[assignment]
+    delta: Annotated[float | None, typer.Option(help="δ in [0, 1) for (ε, δ) mechanisms.")] = None,
+    bounds: Annotated[
+        tuple[float, float] | None,
+        typer.Option(
+            help="Public data bounds LO HI (needed by most statistics).", show_default=False
+        ),
+    ] = None,
+    quantile: Annotated[
+        float | None, typer.Option(help="Q in (0, 1) for --statistic quantile.")
+    ] = None,
+    trim: Annotated[
+        float | None, typer.Option(help="Trimmed fraction per side (trimmed-mean).")
+    ] = None,
+    mechanism: Annotated[
+        str | None,
+        typer.Option(help="smooth|ptr|exponential|laplace|gaussian|bounded-ls|ksw|naive."),
+    ] = None,
+    noise: Annotated[
+        str | None,
+        typer.Option(
+            help="Smooth-sensitivity noise: polyplace|student_t|cauchy|laplace|"
+            "laplace_log_normal|uniform_log_normal|arsinh_normal."
+        ),
+    ] = None,
+    gamma: Annotated[
+        float | None, typer.Option(help="Smoothness γ (default: public rule).")
+    ] = None,
+    ptr_bound: Annotated[float | None, typer.Option(help="Proposed LS bound for ptr.")] = None,
+    sql: Annotated[str | None, typer.Option(help="SQL (DuckDB) selecting the column.")] = None,
+    drop_missing: Annotated[bool, typer.Option(help="Drop NULL/NaN instead of refusing.")] = False,
+    ledger: Annotated[Path | None, typer.Option(help="SQLite budget ledger file.")] = None,
+    budget_epsilon: Annotated[float | None, typer.Option(help="Total ε (first use).")] = None,
+    budget_delta: Annotated[float | None, typer.Option(help="Total δ (first use).")] = None,
+    budget_rho: Annotated[float | None, typer.Option(help="Total zCDP ρ (first use).")] = None,
+    dataset_id: Annotated[str, typer.Option(help="Budget key in the ledger.")] = "default",
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Seeded simulation randomness: NOT a secure release (demos only)."),
+    ] = None,
+) -> None:
+    """Release one private statistic of a column, charged to a budget ledger."""
+    from . import io
+    from .session import build_mechanism, check_input
+
+    mech = build_mechanism(
+        statistic,
+        epsilon,
+        delta,
+        mechanism=mechanism,
+        bounds=bounds,
+        quantile=quantile,
+        trim=trim,
+        noise=noise,
+        gamma=gamma,
+        ptr_bound=ptr_bound,
+    )
+    budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
+    if file is None and sql is None:
+        raise CLIError('no data: pass a FILE or --sql "SELECT ..."')
+    data = io.read_column(file, column, sql=sql, drop_missing=drop_missing)
+    check_input(statistic.lower(), data)
+    _release_with_session(
+        mech,
+        data,
+        budget=budget,
+        ledger=ledger,
+        dataset_id=dataset_id,
+        seed=seed,
+        as_json=json_out,
+    )
+
+
+@app.command("release-graph")
+def release_graph(
+    edges: Annotated[Path, typer.Argument(help="Edge-list file: one 'u v' pair per line.")],
+    statistic: Annotated[str, typer.Option(help="triangles|kstars|two-triangles.")] = "triangles",
+    epsilon: Annotated[float, typer.Option(help="Privacy parameter ε > 0.")] = ...,  # type: ignore[assignment]
+    delta: Annotated[float | None, typer.Option(help="δ for (ε, δ) mechanisms.")] = None,
+    k: Annotated[int | None, typer.Option(help="k for kstars (default 2).")] = None,
+    mechanism: Annotated[str | None, typer.Option(help="smooth|ptr|laplace|bounded-ls.")] = None,
+    noise: Annotated[str | None, typer.Option(help="Smooth-sensitivity noise family.")] = None,
+    gamma: Annotated[float | None, typer.Option(help="Smoothness γ.")] = None,
+    ptr_bound: Annotated[float | None, typer.Option(help="Proposed LS bound for ptr.")] = None,
+    ledger: Annotated[Path | None, typer.Option(help="SQLite budget ledger file.")] = None,
+    budget_epsilon: Annotated[float | None, typer.Option(help="Total ε (first use).")] = None,
+    budget_delta: Annotated[float | None, typer.Option(help="Total δ (first use).")] = None,
+    budget_rho: Annotated[float | None, typer.Option(help="Total zCDP ρ (first use).")] = None,
+    dataset_id: Annotated[str, typer.Option(help="Budget key in the ledger.")] = "default",
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    seed: Annotated[int | None, typer.Option(help="Seeded simulation (NOT secure).")] = None,
+) -> None:
+    """Release a private subgraph count under edge privacy."""
+    from . import io
+    from .session import GRAPH_STATISTICS, build_mechanism
+
+    st = statistic.lower().replace("_", "-")
+    if st not in GRAPH_STATISTICS:
+        raise CLIError(
+            f"statistic must be one of {', '.join(GRAPH_STATISTICS)} for release-graph; "
+            f"got {statistic!r}"
+        )
+    if k is not None and st != "kstars":
+        raise CLIError("--k applies to --statistic kstars only")
+    mech = build_mechanism(
+        st, epsilon, delta, mechanism=mechanism, k=k, noise=noise, gamma=gamma, ptr_bound=ptr_bound
+    )
+    budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
+    graph = _normalised_graph(io.read_edge_list(edges))
+    _release_with_session(
+        mech,
+        graph,
+        budget=budget,
+        ledger=ledger,
+        dataset_id=dataset_id,
+        seed=seed,
+        as_json=json_out,
+    )
+
+
+def _normalised_graph(edges: Any) -> Any:
+    """Validate the graph (self-loops, duplicates) before anything is charged."""
+    try:
+        from .queries import graphs
+    except ImportError:  # pragma: no cover - queries not installed
+        return edges
+    for name in ("as_graph", "Graph"):
+        fn = getattr(graphs, name, None)
+        if callable(fn):
+            return fn(edges)
+    return edges
+
+
+# -- compare -------------------------------------------------------------------------
+@app.command()
+def compare(
+    file: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Your data (planning only: the output is NOT private).", show_default=False
+        ),
+    ] = None,
+    column: Annotated[str | None, typer.Option(help="Column to use.")] = None,
+    sql: Annotated[str | None, typer.Option(help="SQL (DuckDB) selecting the column.")] = None,
+    statistic: Annotated[str, typer.Option(help="median|quantile|mean|...")] = "median",
+    bounds: Annotated[tuple[float, float] | None, typer.Option(help="Public bounds LO HI.")] = None,
+    quantile: Annotated[float | None, typer.Option(help="Q for quantile.")] = None,
+    epsilons: Annotated[str, typer.Option(help="Comma-separated ε values.")] = "0.1,0.25,0.5,1,2",
+    delta: Annotated[float, typer.Option(help="δ for (ε, δ) mechanisms.")] = 1e-6,
+    synthetic: Annotated[
+        str, typer.Option(help="Synthetic data when no FILE: normal|lognormal|uniform|ties.")
+    ] = "normal",
+    n: Annotated[int, typer.Option(help="Synthetic sample size.")] = 1000,
+    trials: Annotated[int | None, typer.Option(help="Releases per (mechanism, ε).")] = None,
+    seed: Annotated[int, typer.Option(help="Simulation seed.")] = 0,
+    drop_missing: Annotated[bool, typer.Option(help="Drop NULL/NaN.")] = False,
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("instancedp-compare"),
+    quick: Annotated[bool, typer.Option(help="Fewer trials.")] = False,
+) -> None:
+    """Simulate every applicable mechanism over a range of ε; write a table and a plot."""
+    from . import io
+    from .experiments import compare as C
+
+    eps = _parse_floats(epsilons, "epsilons")
+    if file is not None or sql is not None:
+        data = io.read_column(file, column, sql=sql, drop_missing=drop_missing)
+        source = f"your data ({file if file is not None else 'SQL'}): planning only"
+    else:
+        data, source = None, None
+    with _progress() as progress:
+        result = C.compare(
+            data,
+            statistic=statistic,
+            bounds=bounds,
+            quantile=quantile,
+            epsilons=eps,
+            delta=delta,
+            trials=trials,
+            seed=seed,
+            synthetic=synthetic,
+            n=n,
+            quick=quick,
+            source=source,
+            progress=progress,
+        )
+    paths = C.write(result, out)
+    print(C.to_markdown(result))
+    for p in paths:
+        print(f"wrote {p}")
+
+
+def _parse_floats(text: str, name: str) -> list[float]:
+    try:
+        vals = [float(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise CLIError(f"{name} must be comma-separated numbers, got {text!r}") from None
+    if not vals:
+        raise CLIError(f"{name} must list at least one number")
+    return vals
+
+
+class _progress:
+    """A rich progress bar on stderr (silent when stderr is not a terminal)."""
+
+    def __enter__(self) -> Any:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        console = Console(stderr=True)
+        self._p = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not console.is_terminal,
+        )
+        self._p.__enter__()
+        return self._p
+
+    def __exit__(self, *exc: Any) -> None:
+        self._p.__exit__(*exc)
+
+
+# -- audit ---------------------------------------------------------------------------
+@app.command()
+def audit(
+    name: Annotated[str | None, typer.Argument(help="Catalogue mechanism (see --list).")] = None,
+    epsilon: Annotated[float, typer.Option(help="Claimed ε.")] = 1.0,
+    delta: Annotated[float | None, typer.Option(help="Claimed δ.")] = None,
+    samples: Annotated[int, typer.Option(help="Samples per neighbour dataset.")] = 100_000,
+    seed: Annotated[int, typer.Option(help="Audit seed.")] = 0,
+    list_: Annotated[bool, typer.Option("--list", help="List the catalogue.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Audit a built-in mechanism: exact privacy profile and a black-box lower bound on ε."""
+    from .audit import catalogue
+
+    if list_ or name is None:
+        for key, desc in catalogue.CATALOGUE.items():
+            print(f"{key:28s} {desc}")
+        if name is None and not list_:
+            raise CLIError("name a mechanism to audit (the list is above)")
+        return
+    if name not in catalogue.CATALOGUE:
+        raise CLIError(
+            f"unknown mechanism {name!r} for audit: choose one of {', '.join(catalogue.CATALOGUE)}"
+        )
+    from . import _validate
+
+    eps = _validate.epsilon(epsilon)
+    dl = None if delta is None else _validate.delta(delta)
+    if not (isinstance(samples, int) and samples >= 100):
+        raise CLIError(f"samples must be an integer >= 100, got {samples!r}")
+    result = catalogue.run_audit(name, eps, dl, samples, seed)
+    if json_out:
+        print(json.dumps(result, indent=2, default=_json_default))
+    else:
+        for key, val in result.items():
+            print(f"{key:24s} {val}")
+    if _audit_failed(result):
+        raise typer.Exit(1)
+
+
+def _audit_failed(result: dict[str, Any]) -> bool:
+    verdict = str(result.get("verdict", "")).lower()
+    if verdict in ("fail", "failed", "violated", "violation"):
+        return True
+    return bool(result.get("violated", False))
+
+
+def _json_default(o: Any) -> Any:
+    try:
+        import numpy as np
+
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    if hasattr(o, "as_dict"):
+        return o.as_dict()
+    return str(o)
+
+
+# -- noise-table -------------------------------------------------------------------------
+@app.command("noise-table")
+def noise_table(
+    epsilon: Annotated[float, typer.Option(help="ε (the table is per unit of SS).")] = 1.0,
+    delta: Annotated[float, typer.Option(help="δ for the Laplace row.")] = 1e-5,
+    out: Annotated[Path | None, typer.Option(help="Folder for noise_table.md/.json/.png.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Standard deviation of each smooth-sensitivity noise family per unit of SS (issue 2)."""
+    from . import _validate
+    from .experiments import noise_table as NT
+
+    eps = _validate.epsilon(epsilon)
+    dl = _validate.delta(delta, allow_zero=False)
+    rows = NT.noise_std_table(epsilon=eps, delta=dl)
+    if json_out:
+        print(json.dumps(rows, indent=2, default=_json_default))
+    else:
+        print(_markdown_rows(rows))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "noise_table.md").write_text(_markdown_rows(rows) + "\n")
+        (out / "noise_table.json").write_text(json.dumps(rows, indent=2, default=_json_default))
+        plot = getattr(NT, "plot_noise_std", None)
+        if callable(plot):
+            plot(rows, out / "noise_table.png")
+        print(f"wrote {out}/noise_table.md", file=sys.stderr)
+
+
+def _markdown_rows(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "(no rows)"
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return "inf" if math.isinf(v) else f"{v:.4g}"
+        if isinstance(v, dict):
+            return ", ".join(f"{k}={cell(x)}" for k, x in v.items())
+        return str(v)
+
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for r in rows:
+        lines.append("| " + " | ".join(cell(r.get(k, "")) for k in keys) + " |")
+    return "\n".join(lines)
+
+
+# -- reproduce --------------------------------------------------------------------------
+EXPERIMENTS: tuple[str, ...] = (
+    "noise_table",
+    "median",
+    "ratio",
+    "gamma_study",
+    "levels",
+    "two_triangles",
+    "gaussian",
+    "smalldb",
+    "compare",
+)
+
+
+def run_experiment(name: str, outdir: Path, quick: bool = True) -> str:
+    """Run ``instancedp.experiments.<name>`` and write its files into ``outdir``.
+
+    Uses the module's ``reproduce(outdir, quick=...)`` when it has one;
+    otherwise calls every public function that takes a ``quick`` flag (all
+    other arguments defaulted), writes list-of-dict results as
+    ``<name>[_<function>].md/.json`` and passes them to the module's
+    ``plot_*`` functions.  Returns a one-line status.
+    """
+    import importlib
+    import inspect
+
+    try:
+        module = importlib.import_module(f".experiments.{name}", __package__)
+    except ImportError as exc:
+        return f"skipped (not available: {exc})"
+    t0 = time.perf_counter()
+    try:
+        if name == "compare":
+            result = module.compare(quick=quick)
+            module.write(result, outdir, name="compare")
+            return f"ok ({time.perf_counter() - t0:.1f} s)"
+        fn = getattr(module, "reproduce", None)
+        if callable(fn):
+            fn(outdir, quick=quick)
+            return f"ok ({time.perf_counter() - t0:.1f} s)"
+        written = 0
+        plots = [
+            f
+            for n, f in inspect.getmembers(module, inspect.isfunction)
+            if n.startswith("plot") and f.__module__ == module.__name__
+        ]
+        for fname, f in inspect.getmembers(module, inspect.isfunction):
+            if fname.startswith("_") or f.__module__ != module.__name__:
+                continue
+            sig = inspect.signature(f)
+            if "quick" not in sig.parameters:
+                continue
+            if any(
+                p.default is inspect.Parameter.empty
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                for n, p in sig.parameters.items()
+                if n != "quick"
+            ):
+                continue
+            rows = f(quick=quick)
+            stem = name if fname in (name, "table", "run", "rows") else f"{name}_{fname}"
+            if hasattr(rows, "as_dict"):
+                rows = rows.as_dict()
+            (outdir / f"{stem}.json").write_text(json.dumps(rows, indent=2, default=_json_default))
+            if isinstance(rows, list) and rows and isinstance(rows[0], dict):
+                (outdir / f"{stem}.md").write_text(_markdown_rows(rows) + "\n")
+                for p in plots:
+                    try:
+                        p(rows, outdir / f"{stem}_{p.__name__}.png")
+                    except Exception:  # a plot for another table shape
+                        pass
+            written += 1
+        if not written:
+            return "skipped (no reproduce(outdir, quick) or quick-flag function found)"
+        return f"ok ({written} table(s), {time.perf_counter() - t0:.1f} s)"
+    except Exception as exc:  # keep going: report which experiment failed and why
+        return f"FAILED: {type(exc).__name__}: {_one_line(str(exc))[:200]}"
+
+
+@app.command()
+def reproduce(
+    outdir: Annotated[Path, typer.Argument(help="Folder for the figures and tables.")],
+    full: Annotated[bool, typer.Option(help="Full runs (slow) instead of quick ones.")] = False,
+    only: Annotated[
+        list[str] | None, typer.Option(help="Only these experiments (repeatable).")
+    ] = None,
+) -> None:
+    """Regenerate the papers' figures and tables (quick settings unless --full)."""
+    names = list(EXPERIMENTS)
+    if only:
+        unknown = [x for x in only if x not in names]
+        if unknown:
+            raise CLIError(
+                f"unknown experiment(s) {', '.join(unknown)}: choose from {', '.join(names)}"
+            )
+        names = [x for x in names if x in only]
+    outdir.mkdir(parents=True, exist_ok=True)
+    failures = 0
+    with _progress() as progress:
+        task = progress.add_task("reproduce", total=len(names))
+        for name in names:
+            progress.update(task, description=f"reproduce {name}")
+            status = run_experiment(name, outdir, quick=not full)
+            print(f"{name:16s} {status}")
+            failures += status.startswith("FAILED")
+            progress.advance(task)
+    print(f"results in {outdir}")
+    if failures:
+        raise typer.Exit(1)
+
+
+# -- ledger ------------------------------------------------------------------------------
+@ledger_app.command("init")
+def ledger_init(
+    path: Annotated[Path, typer.Argument(help="Ledger file to create.")],
+    epsilon: Annotated[float | None, typer.Option(help="Total ε.")] = None,
+    delta: Annotated[float | None, typer.Option(help="Total δ (default 0: pure DP).")] = None,
+    rho: Annotated[float | None, typer.Option(help="Total zCDP ρ instead of ε, δ.")] = None,
+    dataset_id: Annotated[str, typer.Option(help="Budget key.")] = "default",
+) -> None:
+    """Create a ledger with a total budget (or check an existing one holds the same)."""
+    from .ledger import Ledger
+
+    budget = _budget_from_flags(epsilon, delta, rho)
+    if budget is None:
+        raise CLIError("ledger init needs a budget: pass --epsilon E [--delta D] or --rho R")
+    with Ledger(path) as led:
+        amount = led.ensure_budget(dataset_id, budget)
+        remaining = led.remaining(dataset_id)
+    print(
+        f"ledger {path}: dataset '{dataset_id}' budget {amount.describe()}, "
+        f"remaining {remaining.describe()}"
+    )
+
+
+@ledger_app.command("show")
+def ledger_show(
+    path: Annotated[Path, typer.Argument(help="Ledger file.")],
+    history: Annotated[bool, typer.Option(help="List every charge.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Budgets, spend and remaining budget per dataset."""
+    from .ledger import Ledger
+
+    with Ledger(path, create=False) as led:
+        summary = led.summary()
+        hist = led.history() if history else None
+    if json_out:
+        print(json.dumps({"datasets": summary, "history": hist}, indent=2))
+        return
+    if not summary:
+        print(f"ledger {path}: no budgets yet")
+    for row in summary:
+        b, s, r = row["budget"], row["spent"], row["remaining"]
+        keys = [k for k in b["exact"]]
+        print(f"dataset '{row['dataset_id']}' ({b['type']}):")
+        print("  budget     " + ", ".join(f"{k}={b['exact'][k]}" for k in keys))
+        print("  spent      " + ", ".join(f"{k}={s['exact'][k]}" for k in keys))
+        print("  remaining  " + ", ".join(f"{k}={r['exact'][k]}" for k in keys))
+        print(f"  releases   {row['releases']}")
+    for h in hist or []:
+        print(
+            f"  #{h['id']} {h['created_at']} {h['dataset_id']} {h['mechanism']} "
+            f"{h['guarantee']} {h['status']}"
+        )
+
+
+# -- entry point --------------------------------------------------------------------------
+def _one_line(msg: str) -> str:
+    return " ".join(str(msg).split())
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: runs the app and turns errors into one line + exit code."""
+    from .ledger import BudgetExceeded
+
+    command = typer.main.get_command(app)
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        rv = command.main(args=args, prog_name="instancedp", standalone_mode=False)
+    except BudgetExceeded as exc:
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+        sys.exit(EXIT_BUDGET)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except ValueError as exc:
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and the like, or a bug
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+            code = int(getattr(exc, "exit_code", 2))
+            hint = _usage_hint(exc)
+            print(f"error: {_one_line(exc.format_message())}{hint}", file=sys.stderr)
+            sys.exit(code)
+        if type(exc).__name__ == "Abort":
+            print("aborted", file=sys.stderr)
+            sys.exit(1)
+        if os.environ.get("INSTANCEDP_DEBUG"):
+            raise
+        print(
+            f"internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+            "(set INSTANCEDP_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        sys.exit(1)
+    if isinstance(rv, int) and rv:
+        sys.exit(rv)
+
+
+def _usage_hint(exc: Any) -> str:
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None) if ctx is not None else None
+    return f" (see `{path} --help`)" if path else " (see `instancedp --help`)"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

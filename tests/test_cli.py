@@ -1,0 +1,275 @@
+"""End-to-end CLI tests through a subprocess: every command, every bad input.
+
+Each bad input must give exit code 2, exactly one line on stderr naming the
+problem, no traceback, and leave the ledger untouched (same rows, same
+bytes).  Budget exhaustion gives exit 3 with the remaining budget.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from instancedp.io import shipped
+
+GOOG = str(shipped("goog.csv"))
+KARATE = str(shipped("karate.edges"))
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONWARNINGS="ignore", COLUMNS="200")
+    return subprocess.run(
+        [sys.executable, "-m", "instancedp.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=cwd,
+    )
+
+
+def rows(ledger: Path) -> int:
+    con = sqlite3.connect(ledger)
+    try:
+        return con.execute("SELECT COUNT(*) FROM charges").fetchone()[0]
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    csv = d / "sales.csv"
+    csv.write_text(
+        "price,region,clean,flag\n10.5,EU,1.0,1\n,US,2.0,0\n30.0,EU,3.0,1\n12.0,US,4.0,2\n"
+    )
+    pqf = d / "sales.parquet"
+    rng = np.random.default_rng(0)
+    pq.write_table(
+        pa.table(
+            {
+                "price": rng.normal(50, 10, 500),
+                "region": np.where(rng.random(500) < 0.5, "EU", "US"),
+            }
+        ),
+        pqf,
+    )
+    # A ledger with one release already on it, to check bad input leaves it untouched.
+    led = d / "ledger.db"
+    r = cli(
+        "release", GOOG, "--column", "close", "--statistic", "median", "--epsilon", "0.5",
+        "--bounds", "0", "1000", "--ledger", str(led), "--budget-epsilon", "2", "--seed", "1",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return {"dir": d, "csv": str(csv), "parquet": str(pqf), "ledger": led}
+
+
+def _assert_bad(r: subprocess.CompletedProcess, *needles: str, code: int = 2) -> None:
+    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1, r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+BAD_INPUTS = {
+    "missing file": (["release", "nope.csv", "--column", "x", "--epsilon", "1",
+                      "--bounds", "0", "1"], ["not found", "check the path"]),
+    "unknown column": (["release", "{csv}", "--column", "prise", "--epsilon", "1",
+                        "--bounds", "0", "100"], ["unknown column 'prise'",
+                                                  "price, region, clean, flag"]),
+    "non-numeric column": (["release", "{csv}", "--column", "region", "--epsilon", "1",
+                            "--bounds", "0", "100"], ["'region' is not numeric"]),
+    "missing bounds": (["release", "{csv}", "--column", "clean", "--epsilon", "1"],
+                       ["needs public bounds", "--bounds LO HI"]),
+    "epsilon zero": (["release", "{csv}", "--column", "clean", "--epsilon", "0",
+                      "--bounds", "0", "10"], ["epsilon must be a finite number > 0"]),
+    "epsilon negative": (["release", "{csv}", "--column", "clean", "--epsilon=-1",
+                          "--bounds", "0", "10"], ["epsilon must be a finite number > 0"]),
+    "epsilon nan": (["release", "{csv}", "--column", "clean", "--epsilon", "nan",
+                     "--bounds", "0", "10"], ["epsilon must be a finite number > 0"]),
+    "epsilon inf": (["release", "{csv}", "--column", "clean", "--epsilon", "inf",
+                     "--bounds", "0", "10"], ["epsilon must be a finite number > 0"]),
+    "delta one": (["release", "{csv}", "--column", "clean", "--epsilon", "1", "--delta", "1",
+                   "--mechanism", "gaussian", "--statistic", "mean", "--bounds", "0", "10"],
+                  ["delta must be a number in [0, 1)"]),
+    "gamma out of range": (["release", "{csv}", "--column", "clean", "--epsilon", "1",
+                            "--bounds", "0", "10", "--gamma", "3"], ["gamma must be in (0, "]),
+    "NULL without drop": (["release", "{csv}", "--column", "price", "--epsilon", "1",
+                           "--bounds", "0", "100"], ["1 missing", "--drop-missing"]),
+    "empty selection": (["release", "--sql", "SELECT price FROM '{parquet}' WHERE region = 'XX'",
+                         "--epsilon", "1", "--bounds", "0", "100"], ["selection is empty"]),
+    "SQL syntax error": (["release", "--sql", "SELEC price FROM '{parquet}'", "--epsilon", "1",
+                          "--bounds", "0", "100"], ["SQL error", "fix the query"]),
+    "ratio needs flags": (["release", "{csv}", "--column", "flag", "--statistic", "ratio",
+                           "--epsilon", "1"], ["0/1 flags"]),
+    "no data": (["release", "--epsilon", "1", "--bounds", "0", "1"], ["no data"]),
+    "unknown statistic": (["release", "{csv}", "--column", "clean", "--statistic", "mode",
+                           "--epsilon", "1"], ["statistic must be one of"]),
+    "usage error": (["release", "{csv}", "--column", "clean", "--epsilon", "abc"],
+                    ["'--epsilon'"]),
+    "different total": (["release", "{csv}", "--column", "clean", "--epsilon", "0.1",
+                          "--bounds", "0", "10", "--budget-epsilon", "5", "--seed", "0"],
+                         ["already holds a total budget of epsilon=2"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_one_line_exit_2_ledger_untouched(files, case):
+    args, needles = BAD_INPUTS[case]
+    args = [a.format(csv=files["csv"], parquet=files["parquet"]) for a in args]
+    led = files["ledger"]
+    before = led.read_bytes()
+    r = cli(*args, "--ledger", str(led))
+    _assert_bad(r, *needles)
+    assert rows(led) == 1
+    assert led.read_bytes() == before
+
+
+def test_unreadable_ledger(files, tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"not a database " * 200)
+    before = bad.read_bytes()
+    r = cli("release", GOOG, "--column", "close", "--epsilon", "1", "--bounds", "0", "1000",
+            "--ledger", str(bad), "--budget-epsilon", "1", "--seed", "0")  # fmt: skip
+    _assert_bad(r, "not a readable instancedp ledger")
+    assert bad.read_bytes() == before
+    _assert_bad(cli("ledger", "show", str(bad)), "not a readable instancedp ledger")
+
+
+def test_bad_input_never_creates_a_ledger(files, tmp_path):
+    led = tmp_path / "new.db"
+    r = cli("release", files["csv"], "--column", "price", "--epsilon", "1", "--bounds", "0", "1",
+            "--ledger", str(led), "--budget-epsilon", "1")  # fmt: skip
+    _assert_bad(r, "missing")
+    assert not led.exists()
+
+
+def test_budget_exhausted_exit_3_names_remaining(tmp_path):
+    led = tmp_path / "l.db"
+    base = ["release", GOOG, "--column", "close", "--bounds", "0", "1000", "--seed", "3",
+            "--ledger", str(led), "--budget-epsilon", "1"]  # fmt: skip
+    assert cli(*base, "--epsilon", "0.7").returncode == 0
+    r = cli(*base, "--epsilon", "0.5")
+    _assert_bad(r, "budget exhausted", "only epsilon=0.3 remains", code=3)
+    assert rows(led) == 1
+    r = cli(*base, "--epsilon", "0.3", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["remaining"]["exact"] == {"epsilon": "0"}
+    shown = cli("ledger", "show", str(led), "--json")
+    assert shown.returncode == 0
+    ds = json.loads(shown.stdout)["datasets"][0]
+    assert ds["releases"] == 2 and ds["spent"]["exact"] == {"epsilon": "1"}
+
+
+def test_release_text_and_json_carry_only_public_fields(tmp_path):
+    from instancedp.io import read_column
+    from instancedp.queries import Median
+
+    led = tmp_path / "l.db"
+    r = cli("release", GOOG, "--column", "close", "--statistic", "median", "--epsilon", "1",
+            "--bounds", "0", "1000", "--ledger", str(led), "--budget-epsilon", "3",
+            "--seed", "5", "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert set(out) == {
+        "value", "refused", "guarantee", "mechanism", "parameters", "secure",
+        "remaining", "ledger", "dataset_id",
+    }  # fmt: skip
+    assert out["secure"] is False and "SIMULATION" in r.stderr
+    assert out["guarantee"] == {"type": "pure", "epsilon": 1.0}
+    assert out["remaining"]["exact"] == {"epsilon": "2"}
+    # No data-derived quantity anywhere in the output: not the true median, not
+    # its local or smooth sensitivity (at the γ reported), not SS/γ.
+    x = read_column(GOOG, "close")
+    q = Median(0, 1000)
+    gamma = out["parameters"]["gamma"]
+    secret = [
+        q.value(x),
+        q.local_sensitivity(x),
+        q.smooth_sensitivity(x, gamma),
+        q.smooth_sensitivity(x, gamma) / gamma,
+    ]
+    text = r.stdout
+    for s in secret:
+        for fmt in (repr(float(s)), f"{s:.6g}", f"{s:g}"):
+            assert fmt not in text, (s, fmt)
+    keys = json.dumps(out["parameters"]).lower()
+    for banned in ("sensitivity", "scale", "ss", "ls", "true"):
+        assert f'"{banned}"' not in keys
+    t = cli("release", GOOG, "--column", "close", "--epsilon", "1", "--bounds", "0", "1000",
+            "--seed", "5")  # fmt: skip
+    assert t.returncode == 0
+    assert "secure      false" in t.stdout and "NOT A PRIVATE RELEASE" in t.stdout
+    assert "guarantee   1-DP (pure)" in t.stdout
+
+
+def test_release_from_sql_parquet_and_drop_missing(files):
+    r = cli("release", "--sql", f"SELECT price FROM '{files['parquet']}' WHERE region = 'EU'",
+            "--statistic", "median", "--epsilon", "1", "--bounds", "0", "100", "--seed", "2",
+            "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)["value"]
+    assert 0 <= v <= 100  # PolyPlace noise is unbounded, but the median of N(50,10) is near 50
+    r = cli("release", files["csv"], "--column", "price", "--drop-missing", "--statistic",
+            "median", "--epsilon", "1", "--bounds", "0", "100", "--seed", "2")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--statistic", "mean", "--mechanism", "laplace"],
+        ["--statistic", "quantile", "--quantile", "0.9", "--mechanism", "exponential"],
+        ["--statistic", "median", "--mechanism", "ptr", "--delta", "1e-6", "--ptr-bound", "5"],
+        ["--statistic", "median", "--noise", "student_t"],
+    ],
+)
+def test_release_mechanisms(extra):
+    r = cli("release", GOOG, "--column", "close", "--epsilon", "1", "--bounds", "0", "1000",
+            "--seed", "4", "--json", *extra)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["refused"] or isinstance(out["value"], float)
+
+
+def test_ledger_init_and_show(tmp_path):
+    led = tmp_path / "l.db"
+    r = cli("ledger", "init", str(led), "--epsilon", "2", "--delta", "1e-6")
+    assert r.returncode == 0, r.stderr
+    assert "epsilon=2, delta=0.000001" in r.stdout
+    _assert_bad(cli("ledger", "init", str(led), "--epsilon", "3"), "already holds")
+    _assert_bad(cli("ledger", "init", str(led), "--epsilon", "-1"), "epsilon")
+    _assert_bad(cli("ledger", "show", str(tmp_path / "none.db")), "does not exist")
+    r = cli("ledger", "show", str(led))
+    assert r.returncode == 0 and "remaining  epsilon=2, delta=0.000001" in r.stdout
+    # The ledger's budget is used when no --budget-* flag is given.
+    r = cli("release", GOOG, "--column", "close", "--epsilon", "0.5", "--bounds", "0", "1000",
+            "--ledger", str(led), "--seed", "1", "--mechanism", "ptr", "--delta", "1e-7",
+            "--ptr-bound", "2")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "remaining   epsilon=1.5, delta=0.0000009 of epsilon=2, delta=0.000001" in r.stdout
+    r = cli("ledger", "show", str(led), "--history")
+    assert "propose_test_release" in r.stdout and "releases   1" in r.stdout
+
+
+def test_help_and_entry_point():
+    r = cli("--help")
+    assert r.returncode == 0
+    for cmd in ("release", "release-graph", "compare", "audit", "noise-table", "reproduce",
+                "ledger"):  # fmt: skip
+        assert cmd in r.stdout
+    exe = Path(sys.executable).with_name("instancedp")
+    if exe.exists():  # the console script declared in pyproject
+        r2 = subprocess.run([str(exe), "release", "--help"], capture_output=True, text=True)
+        assert r2.returncode == 0 and "--bounds" in r2.stdout
