@@ -1,0 +1,708 @@
+"""Floating-point-safe noise: the correctly rounded float64 of value + scale·Z.
+
+Mironov (CCS 2012, "On significance of the least significant bits for
+differential privacy") showed that textbook floating-point noise,
+``value + scale * ppf(u)`` evaluated in doubles, has a *porous* output set
+that depends on ``value``: an attacker who sees one output can often tell
+whether the input was 0 or 1.  The cure used here (the "interval refining"
+idea of Haney et al. 2022, generalised to every family instancedp uses) is to
+release a deterministic function of the *exact* real-number output of the
+ideal mechanism, so that the real-number privacy proof carries over by
+post-processing:
+
+* the output is the float ``y`` whose round-to-nearest cell
+  ``[mid(y⁻, y), mid(y, y⁺))`` contains the real number ``value + S·Z``
+  (``y⁻``, ``y⁺`` the neighbouring doubles; ±inf beyond the overflow
+  threshold, as IEEE-754 round-to-nearest does), with ``Z`` drawn exactly
+  from ``noise``;
+* or, with ``grid=k``, the value is first snapped to the nearest multiple of
+  2^k and the output is ``snapped + 2^k·N`` with N the integer nearest to
+  S·Z/2^k.  Snapping moves the query by at most 2^(k−1), so its sensitivity
+  grows by at most 2^k: :func:`grid_sensitivity` says how much to charge.
+  The noise draw then no longer depends on the value at all, which also
+  closes the data-dependent timing channel of the float path.
+
+How Z is drawn exactly (no real number is ever rounded before the output):
+
+* **CDF route** (Laplace, Gaussian, PolyPlace, Student's t, generalized
+  Cauchy, arsinh-normal): U is a uniform whose binary digits are drawn lazily,
+  64 at a time, from the random source, so U is known to lie in a dyadic
+  interval [a, a + 2^−k).  The output cell y satisfies
+  F((lo(y) − value)/S) ≤ U < F((hi(y) − value)/S), F the unit CDF.  F is
+  evaluated in ball arithmetic (python-flint ``arb``) at the exact cell
+  boundaries; the float first guess value + S·ppf(U) is checked, and if it is
+  wrong a galloping search and a bisection over the ordered float bit
+  patterns find the cell.  A comparison that the current ball and the
+  current digits of U cannot decide draws more digits (or raises the working
+  precision) until it is decided — the answer is the exact one.
+* **Product route** (Laplace-log-normal, uniform-log-normal; Bun–Steinke
+  2019, Z = X·e^{σY}): the sign of X, |X| = −ln V (LLN) or V (ULN) and
+  Y = Φ^{−1}(W) are refined from two lazy uniforms V, W through interval
+  enclosures of their closed-form inverse CDFs until value + S·Z is known to
+  lie in one rounding cell.
+
+The total scale is S = scale × noise.scale, multiplied exactly (no rounding):
+``scale`` is used as the float it is; a scale given as an int too large for a
+float, a ``Fraction`` or a ``Decimal`` is rounded *up* to a float first
+(:func:`round_scale_up`), so the noise is never smaller than asked for.
+(A smooth upper bound S rounded up stays smooth up to a factor 1 + 2^−52.)
+
+Cost: one float guess and two ball CDF evaluations in the common case;
+about 10⁻³ of draws need more digits.  The number of steps depends on the
+draw and, on the float path, on ``value`` (via the width of the float cells
+around the output): that is a timing side channel this module does not close;
+``grid=k`` removes the value dependence.  See ``docs/safe-sampling.md``.
+
+python-flint's working precision is a process-wide setting: this module sets
+it for the duration of a draw and restores it afterwards, so concurrent use
+of python-flint from several threads is not safe.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from decimal import Decimal
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from flint import arb, ctx
+from scipy import special
+
+from .. import _validate
+from ..random import RandomSource, resolve
+from .base import NoiseDistribution
+from .cauchy import GeneralizedCauchy
+from .gaussian import Gaussian
+from .laplace import Laplace
+from .lognormal import ArsinhNormal, LaplaceLogNormal, UniformLogNormal
+from .polyplace import PolyPlace
+from .student_t import StudentT
+
+__all__ = [
+    "SUPPORTED_FAMILIES",
+    "add_noise",
+    "grid_sensitivity",
+    "round_scale_up",
+    "snap_to_grid",
+]
+
+SUPPORTED_FAMILIES: tuple[type[NoiseDistribution], ...] = (
+    Laplace,
+    Gaussian,
+    GeneralizedCauchy,
+    StudentT,
+    LaplaceLogNormal,
+    UniformLogNormal,
+    ArsinhNormal,
+    PolyPlace,
+)
+
+_START_PREC = 96  # working bits; always ≥ digits of U + 32
+_MAX_PREC = 1 << 15  # beyond this something is wrong (never reached in practice)
+_GRID_MIN, _GRID_MAX = -1074, 1023
+
+
+# ---------------------------------------------------------------------------
+# Lazy uniform: U = (m + [0, 1)) · 2^−k, 64 more digits on demand.
+# ---------------------------------------------------------------------------
+
+
+class _LazyUniform:
+    __slots__ = ("m", "k", "_source")
+
+    def __init__(self, source: RandomSource) -> None:
+        self._source = source
+        self.m = int.from_bytes(source.random_bytes(8), "little")
+        self.k = 64
+
+    def refine(self) -> None:
+        self.m = (self.m << 64) | int.from_bytes(self._source.random_bytes(8), "little")
+        self.k += 64
+
+    def lower(self) -> arb:
+        return arb((self.m, -self.k))
+
+    def upper(self) -> arb:
+        return arb((self.m + 1, -self.k))
+
+    def width(self) -> arb:
+        return arb((1, -self.k))
+
+    def guess(self) -> tuple[float, float]:
+        """Floats near min(U, 1 − U) and U − ½, each without cancellation (midpoint of U)."""
+        c = math.ldexp(float(2 * self.m + 1 - (1 << self.k)), -self.k - 1)
+        if c > 0:
+            p = math.ldexp(float(2 * ((1 << self.k) - self.m) - 1), -self.k - 1)
+        else:
+            p = math.ldexp(float(2 * self.m + 1), -self.k - 1)
+        return p, c
+
+
+# ---------------------------------------------------------------------------
+# Rounding cells: ordered keys, their exact lower boundaries, their outputs.
+# ---------------------------------------------------------------------------
+
+_SIGN = 1 << 63
+_KEY_INF = 0x7FF0000000000000  # key of +inf; −_KEY_INF is −inf
+_OVERFLOW = arb((1, 1024)) - arb((1, 970))  # mid(MAX, +inf): IEEE overflow threshold
+_NEG_INF, _POS_INF = object(), object()  # boundary sentinels
+
+
+def _float_key(x: float) -> int:
+    """Order-preserving integer key of a double (−0.0 and +0.0 share key 0)."""
+    b = struct.unpack("<Q", struct.pack("<d", x))[0]
+    return -(b & ~_SIGN) if b & _SIGN else b
+
+
+def _key_float(key: int) -> float:
+    b = (-key) | _SIGN if key < 0 else key
+    return struct.unpack("<d", struct.pack("<Q", b))[0]
+
+
+class _FloatCells:
+    """Cells of round-to-nearest onto float64: key k ↔ the k-th double."""
+
+    lowest = -_KEY_INF  # −inf: its cell (−∞, −overflow) has lower boundary −∞
+    highest = _KEY_INF
+
+    @staticmethod
+    def boundary(key: int) -> Any:
+        """Lower boundary of the cell of ``key``: mid(previous double, this double)."""
+        if key <= -_KEY_INF:
+            return _NEG_INF
+        if key > _KEY_INF:
+            return _POS_INF
+        if key == _KEY_INF:
+            return _OVERFLOW
+        if key == -_KEY_INF + 1:
+            return -_OVERFLOW
+        # Adjacent doubles: the sum has ≤ 55 significant bits, exact at prec ≥ 64.
+        return (arb(_key_float(key - 1)) + arb(_key_float(key))) * 0.5
+
+    @staticmethod
+    def key_of(y: float) -> int:
+        if math.isnan(y):
+            return 0
+        return _float_key(y)
+
+    @staticmethod
+    def clamp(key: int) -> int:
+        return max(-_KEY_INF, min(_KEY_INF + 1, key))
+
+
+class _GridCells:
+    """Cells of rounding to the nearest multiple of 2^k: key N ↔ N·2^k."""
+
+    lowest = None
+    highest = None
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def boundary(self, n: int) -> arb:
+        return arb((2 * n - 1, self.k - 1))  # (N − ½)·2^k, exact
+
+    def key_of(self, y: float) -> int:
+        if math.isnan(y):
+            return 0
+        if math.isinf(y):
+            y = math.copysign(2.0**1023, y)
+        return round(Fraction(y) / Fraction(2) ** self.k)
+
+    @staticmethod
+    def clamp(key: int) -> int:
+        return key
+
+
+def _locate(cells: Any, lo: arb, hi: arb) -> int | None:
+    """The key whose cell holds every real in [lo, hi] (balls), or None if not decided."""
+    try:
+        guess = float(lo.mid())
+    except (OverflowError, ValueError):  # pragma: no cover - arb mid is always finite
+        return None
+    base = cells.key_of(guess)
+    for key in (base, base - 1, base + 1):
+        key = cells.clamp(key)
+        b0, b1 = cells.boundary(key), cells.boundary(key + 1)
+        low_ok = b0 is _NEG_INF or (b0 is not _POS_INF and b0 <= lo)
+        high_ok = b1 is _POS_INF or (b1 is not _NEG_INF and hi < b1)
+        if low_ok and high_ok:
+            return key
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Unit survival functions sf(t) = P(Z > t) for a ball t > 0, in arb.
+# ---------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def _consts(name: str, params: tuple[float, ...], prec: int) -> tuple[arb, ...]:
+    """Per-family arb constants, cached per working precision."""
+    old = ctx.prec
+    ctx.prec = prec
+    try:
+        if name == "gaussian":
+            return (arb(0.5).sqrt(),)  # 1/√2
+        if name == "polyplace":
+            (alpha,) = params
+            a = arb(alpha)
+            # Hladík–Tětek Def. 6 at s = 1 (FORMULAS.md §2): N = α/(2(2((α−1)/α)^α + α − 1)).
+            n1 = a / (2 * (2 * ((a - 1) / a) ** a + a - 1))
+            body = n1 * (a - 1) / a  # mass of [0, u] is body·(1 − (1−u)^α) for u < 1/α
+            tail = n1 * (a + 1) / a * (1 - 1 / (a * a)) ** a  # P(Z > u) = tail·(1+u)^−α
+            return a, 1 / a, body, tail
+        if name == "student_t":
+            (d,) = params
+            return arb(d), arb(d) / 2
+        if name == "cauchy":
+            (c,) = params
+            inv_c = 1 / arb(c)
+            return arb(c), 1 - inv_c, inv_c
+        if name == "arsinh_normal":
+            (s,) = params
+            s = arb(s)
+            return s, arb(0.5).sqrt() / s
+        raise KeyError(name)  # pragma: no cover
+    finally:
+        ctx.prec = old
+
+
+def _sf_laplace(t: arb, params: tuple[float, ...]) -> arb:
+    return (-t).exp() * 0.5
+
+
+def _sf_gaussian(t: arb, params: tuple[float, ...]) -> arb:
+    (inv_sqrt2,) = _consts("gaussian", (), ctx.prec)
+    return (t * inv_sqrt2).erfc() * 0.5
+
+
+def _sf_polyplace(t: arb, params: tuple[float, ...]) -> arb:
+    # Hladík–Tětek Def. 6, CDF in closed form (FORMULAS.md §2).
+    a, inv_a, body, tail = _consts("polyplace", params, ctx.prec)
+
+    def body_sf(u: arb) -> arb:
+        return 0.5 - body * (1 - (1 - u) ** a)
+
+    def tail_sf(u: arb) -> arb:
+        return tail * (1 + u) ** (-a)
+
+    if t < inv_a:
+        return body_sf(t)
+    if t >= inv_a:
+        return tail_sf(t)
+    # The ball straddles the branch point 1/α < 1: both formulas are analytic on
+    # it and each encloses sf on its side, so their union encloses sf.
+    return body_sf(t).union(tail_sf(t))
+
+
+def _sf_student_t(t: arb, params: tuple[float, ...]) -> arb:
+    # P(T > t) = ½·I_{d/(d+t²)}(d/2, ½) (Abramowitz–Stegun 26.7.1).
+    d, half_d = _consts("student_t", params, ctx.prec)
+    x = d / (d + t * t)
+    return x.beta_lower(half_d, 0.5, regularized=True) * 0.5
+
+
+def _sf_cauchy(t: arb, params: tuple[float, ...]) -> arb:
+    # Density ∝ 1/(1+t^c): P(Z > t) = ½·I_{1/(1+t^c)}(1 − 1/c, 1/c).
+    c, one_minus_inv_c, inv_c = _consts("cauchy", params, ctx.prec)
+    x = 1 / (1 + t**c)
+    return x.beta_lower(one_minus_inv_c, inv_c, regularized=True) * 0.5
+
+
+def _sf_arsinh(t: arb, params: tuple[float, ...]) -> arb:
+    # Y = arsinh(σZ)/σ is standard normal (Bun–Steinke 2019).
+    s, inv_s_sqrt2 = _consts("arsinh_normal", params, ctx.prec)
+    return ((s * t).asinh() * inv_s_sqrt2).erfc() * 0.5
+
+
+def _cdf(sf: Any, params: tuple[float, ...], z: arb) -> arb:
+    """Unit CDF F(z) = 1 − sf(z) for z > 0, sf(−z) for z < 0 (symmetric law)."""
+    if z > 0:
+        return 1 - sf(z, params)
+    if z < 0:
+        return sf(-z, params)
+    # The ball holds 0: F is increasing, so F(ball) ⊂ [F(lower), F(upper)].
+    lo, hi = z.lower(), z.upper()
+    f_lo = sf(-lo, params) if lo < 0 else arb(0.5)
+    f_hi = 1 - sf(hi, params) if hi > 0 else arb(0.5)
+    return f_lo.union(f_hi)
+
+
+# ---------------------------------------------------------------------------
+# Fast float guesses of the unit quantile (only a starting point).
+# ---------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def _polyplace_float_consts(a: float) -> tuple[float, float]:
+    _, _, body, tail = _consts("polyplace", (a,), 64)
+    return float(body.mid()), float(tail.mid())
+
+
+def _ppf_guess(name: str, params: tuple[float, ...], p: float, c: float) -> float:
+    """Unit quantile at U = ½ + c, in floats; p = min(U, 1 − U) = ½ − |c|.
+
+    Near the centre the formulas use |c| (known to full relative precision),
+    in the tails p, so that the guess is within a few cells of the answer.
+    """
+    a = abs(c)
+    central = a < 0.25
+    if name == "laplace":
+        z = -math.log1p(-2.0 * a) if central else -math.log(2.0 * p)
+    elif name == "gaussian":
+        z = math.sqrt(2.0) * float(special.erfinv(2.0 * a)) if central else -float(special.ndtri(p))
+    elif name == "polyplace":
+        (alpha,) = params
+        body, tail = _polyplace_float_consts(alpha)
+        if p <= tail * math.exp(-alpha * math.log1p(1.0 / alpha)):
+            z = math.expm1(-(math.log(p) - math.log(tail)) / alpha)
+        else:  # body: mass of [0, z] is body·(1 − (1 − z)^α) = |c|
+            z = -math.expm1(math.log1p(-a / body) / alpha)
+    elif name == "student_t":
+        (d,) = params
+        if central:  # P(|T| ≤ t) = I_{t²/(d+t²)}(½, d/2) = 2|c|
+            x = float(special.betaincinv(0.5, d / 2.0, 2.0 * a))
+            z = math.sqrt(d * x / (1.0 - x)) if x < 1.0 else math.inf
+        else:
+            z = -float(special.stdtrit(d, p))
+    elif name == "cauchy":
+        (pw,) = params
+        if central:  # mass of [0, t] is ½·I_{t^c/(1+t^c)}(1/c, 1 − 1/c) = |c|
+            x = float(special.betaincinv(1.0 / pw, 1.0 - 1.0 / pw, 2.0 * a))
+            z = (x / (1.0 - x)) ** (1.0 / pw) if x < 1.0 else math.inf
+        else:  # P(Z > t) = ½·I_{1/(1+t^c)}(1 − 1/c, 1/c) = p
+            y = float(special.betaincinv(1.0 - 1.0 / pw, 1.0 / pw, 2.0 * p))
+            z = math.exp((math.log1p(-y) - math.log(y)) / pw) if y > 0.0 else math.inf
+    elif name == "arsinh_normal":
+        (sg,) = params
+        yn = (
+            math.sqrt(2.0) * float(special.erfinv(2.0 * a)) if central else -float(special.ndtri(p))
+        )
+        z = math.sinh(sg * yn) / sg
+    else:  # pragma: no cover
+        raise KeyError(name)
+    return math.copysign(z, c)
+
+
+_SF = {
+    "laplace": _sf_laplace,
+    "gaussian": _sf_gaussian,
+    "polyplace": _sf_polyplace,
+    "student_t": _sf_student_t,
+    "cauchy": _sf_cauchy,
+    "arsinh_normal": _sf_arsinh,
+}
+
+
+def _family(noise: Any) -> tuple[str, tuple[float, ...], str]:
+    """(name, unit shape parameters, route) for a supported noise instance."""
+    if isinstance(noise, Laplace):
+        return "laplace", (), "cdf"
+    if isinstance(noise, Gaussian):
+        return "gaussian", (), "cdf"
+    if isinstance(noise, PolyPlace):
+        return "polyplace", (float(noise.shape),), "cdf"
+    if isinstance(noise, StudentT):
+        return "student_t", (float(noise.df),), "cdf"
+    if isinstance(noise, GeneralizedCauchy):
+        return "cauchy", (float(noise.power),), "cdf"
+    if isinstance(noise, ArsinhNormal):
+        return "arsinh_normal", (float(noise.sigma),), "cdf"
+    if isinstance(noise, LaplaceLogNormal):
+        return "laplace_log_normal", (float(noise.sigma),), "product"
+    if isinstance(noise, UniformLogNormal):
+        return "uniform_log_normal", (float(noise.sigma),), "product"
+    names = ", ".join(f.__name__ for f in SUPPORTED_FAMILIES)
+    raise ValueError(f"noise must be an instance of one of {names}; got {type(noise).__name__}")
+
+
+# ---------------------------------------------------------------------------
+# The two exact samplers.  Both return a cell key; ctx.prec is set by callers.
+# ---------------------------------------------------------------------------
+
+
+class _Undecidable(RuntimeError):
+    pass
+
+
+def _sample_cdf(
+    name: str,
+    params: tuple[float, ...],
+    center: arb,
+    center_float: float,
+    total_scale: arb,
+    scale_float: float,
+    cells: Any,
+    source: RandomSource,
+) -> int:
+    """Largest key with F((boundary(key) − center)/S) ≤ U: the cell holding center + S·F⁻¹(U)."""
+    sf = _SF[name]
+    u = _LazyUniform(source)
+    prec = _START_PREC
+
+    def below(key: int) -> bool:
+        """Is boundary(key) ≤ center + S·Z, i.e. F((boundary − center)/S) ≤ U?"""
+        nonlocal prec
+        b = cells.boundary(key)
+        if b is _NEG_INF:
+            return True
+        if b is _POS_INF:
+            return False
+        f = None
+        while True:
+            if f is None:
+                ctx.prec = prec
+                f = _cdf(sf, params, (b - center) / total_scale)
+            if f <= u.lower():
+                return True
+            if f >= u.upper():
+                return False
+            if f.rad() * 8 > u.width():  # the ball is the blur: more working bits
+                prec *= 2
+                if prec > _MAX_PREC:
+                    raise _Undecidable(f"exact sampler undecided at {prec} bits")
+                f = None
+            else:  # U is the blur: draw more of its digits
+                u.refine()
+                if prec < u.k + 32:
+                    prec = u.k + 32
+                    f = None
+
+    # First guess in floats; any error only costs search steps.
+    p, c = u.guess()
+    try:
+        z = _ppf_guess(name, params, p, c)
+    except (ValueError, OverflowError, ZeroDivisionError):
+        z = 0.0
+    with np.errstate(all="ignore"):
+        y = float(np.float64(center_float) + np.float64(scale_float) * np.float64(z))
+    key = cells.clamp(cells.key_of(y))
+
+    # Bracket the answer (below(lo), not below(hi)) by probing neighbours one
+    # by one (the guess is usually within a cell or two), then galloping;
+    # finish by bisection over the keys.
+    step, probes = 1, 0
+    if below(key):
+        lo = key
+        while True:
+            hi = cells.clamp(lo + step)
+            if hi == lo or not below(hi):
+                break
+            lo, probes = hi, probes + 1
+            step = 1 if probes < 3 else step * 2
+    else:
+        hi = key
+        while True:
+            lo = cells.clamp(hi - step)
+            if below(lo):
+                break
+            hi, probes = lo, probes + 1
+            step = 1 if probes < 3 else step * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if below(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _norm_ppf(num: int, k: int) -> arb:
+    """Φ⁻¹(num·2^−k) for 0 < num < 2^k, as a ball (via erfcinv, accurate in both tails)."""
+    if 2 * num <= (1 << k):
+        return -(arb((num, 1 - k)).erfcinv()) * arb(2).sqrt()
+    return arb(((1 << k) - num, 1 - k)).erfcinv() * arb(2).sqrt()
+
+
+def _sample_product(
+    name: str,
+    params: tuple[float, ...],
+    center: arb,
+    total_scale: arb,
+    cells: Any,
+    source: RandomSource,
+) -> int:
+    """Cell of center + S·(±|X|·e^{σY}) refined from lazy uniforms (Bun–Steinke 2019)."""
+    (sigma,) = params
+    negative = source.random_bytes(1)[0] & 1
+    v, w = _LazyUniform(source), _LazyUniform(source)
+    prec = _START_PREC
+    while True:
+        ctx.prec = prec
+        s = arb(sigma)
+        top = 1 << w.k
+        if v.m > 0 and w.m > 0 and w.m + 1 < top:
+            if name == "laplace_log_normal":  # |X| = −ln V ~ Exp(1)
+                x_lo, x_hi = -(v.upper().log()), -(v.lower().log())
+            else:  # |X| = V ~ U(0, 1)
+                x_lo, x_hi = v.lower(), v.upper()
+            z_lo = x_lo * (s * _norm_ppf(w.m, w.k)).exp()
+            z_hi = x_hi * (s * _norm_ppf(w.m + 1, w.k)).exp()
+            if negative:
+                lo, hi = center - total_scale * z_hi, center - total_scale * z_lo
+            else:
+                lo, hi = center + total_scale * z_lo, center + total_scale * z_hi
+            key = _locate(cells, lo, hi)
+            if key is not None:
+                return key
+        v.refine()
+        w.refine()
+        prec = max(prec, w.k + 32)
+        if prec > _MAX_PREC:  # pragma: no cover - needs ~2^15 random bits
+            raise _Undecidable(f"exact sampler undecided at {prec} bits")
+
+
+# ---------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------
+
+
+def round_scale_up(scale: Any) -> float:
+    """``scale`` as a float64, rounded *up* when it is not one already.
+
+    Floats (and numpy floats) are used as they are; ints, ``Fraction`` and
+    ``Decimal`` are converted exactly when representable and rounded to the
+    next double above otherwise, so that the noise scale never shrinks.
+    """
+    if isinstance(scale, bool):
+        raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
+    if isinstance(scale, (int, Fraction, Decimal)) and not isinstance(scale, float):
+        try:
+            exact = Fraction(scale)
+        except (ValueError, OverflowError):
+            raise ValueError(f"scale must be a finite number > 0, got {scale!r}") from None
+        f = float(exact) if exact.denominator != 1 else float(exact.numerator)
+        if math.isfinite(f) and Fraction(f) < exact:
+            f = math.nextafter(f, math.inf)
+        return _validate.finite_positive(f, "scale")
+    return _validate.finite_positive(scale, "scale")
+
+
+def grid_sensitivity(sensitivity: float, k: int) -> float:
+    """Sensitivity of a query snapped to the nearest multiple of 2^k.
+
+    Snapping moves each value by at most 2^(k−1), so two neighbouring values
+    that differed by Δ differ by at most Δ + 2^k after snapping.  The result is
+    rounded up to a float.  A smooth upper bound S stays smooth after adding
+    the constant 2^k (S + c ≤ e^γ S' + c ≤ e^γ (S' + c)).
+    """
+    d = _validate.nonnegative(sensitivity, "sensitivity")
+    k = _grid_exponent(k)
+    exact = Fraction(d) + Fraction(2) ** k
+    out = float(exact)
+    if Fraction(out) < exact:
+        out = math.nextafter(out, math.inf)
+    return out
+
+
+def snap_to_grid(value: float, k: int) -> float:
+    """The multiple of 2^k nearest to ``value`` (ties to even), as a float."""
+    k = _grid_exponent(k)
+    v = _validate_value(value)
+    n = round(Fraction(v) / Fraction(2) ** k)
+    return float(n * Fraction(2) ** k)
+
+
+def _grid_exponent(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ValueError(
+            f"grid must be an integer exponent in [{_GRID_MIN}, {_GRID_MAX}], got {k!r}"
+        )
+    k = int(k)
+    if not _GRID_MIN <= k <= _GRID_MAX:
+        raise ValueError(f"grid must be an integer exponent in [{_GRID_MIN}, {_GRID_MAX}], got {k}")
+    return k
+
+
+def _validate_value(value: Any) -> float | int:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        if abs(int(value)) >= 2**1023:
+            raise ValueError(f"value must be a finite number below 2**1023 in size, got {value!r}")
+        return int(value)
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"value must be a finite number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"value must be a finite number, got {value!r}")
+    return v
+
+
+def add_noise(
+    value: float,
+    scale: float,
+    noise: NoiseDistribution,
+    size: int | None = 1,
+    rng: Any = None,
+    *,
+    grid: int | None = None,
+) -> float | np.ndarray:
+    """Correctly rounded ``value + scale·Z``, Z ~ ``noise``, safe against Mironov's attack.
+
+    Returns a float when ``size`` is None, else a float64 array of ``size``
+    independent draws.  Each output is exactly the round-to-nearest double of
+    the real number value + S·Z, S = scale × noise.scale (exact product), Z drawn
+    exactly from ``noise`` (see the module docstring).  With ``grid=k`` the
+    value is snapped to the nearest multiple of 2^k first and the output is
+    the snapped value plus the multiple of 2^k nearest to S·Z: charge
+    :func:`grid_sensitivity` instead of the query's sensitivity.
+
+    ``value`` may be an int (used exactly) or a finite float; ``scale`` is
+    rounded up to a float (:func:`round_scale_up`).  ``rng``: None for the OS
+    CSPRNG, or ``instancedp.random.simulation(seed)`` for reproducible tests.
+    """
+    source = resolve(rng)
+    v = _validate_value(value)
+    s = round_scale_up(scale)
+    if not isinstance(noise, NoiseDistribution):
+        _family(noise)  # raises the ValueError naming the supported families
+    name, params, route = _family(noise)
+    if size is not None:
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+            raise ValueError(f"size must be None or an integer >= 0, got {size!r}")
+    k = None if grid is None else _grid_exponent(grid)
+
+    old = ctx.prec
+    try:
+        ctx.prec = 256
+        total_scale = arb(s) * arb(float(noise.scale))  # ≤ 106 bits: exact
+        if k is None:
+            cells: Any = _FloatCells
+            center = arb(v)
+            center_float = float(v)
+            offset = 0
+        else:
+            cells = _GridCells(k)
+            center = arb(0)
+            center_float = 0.0
+            offset = round(Fraction(v) / Fraction(2) ** k)  # snapped value / 2^k
+        scale_float = s * float(noise.scale)
+
+        def draw() -> float:
+            if route == "cdf":
+                key = _sample_cdf(
+                    name, params, center, center_float, total_scale, scale_float, cells, source
+                )
+            else:
+                key = _sample_product(name, params, center, total_scale, cells, source)
+            if k is None:
+                return _key_float(key)
+            return _grid_value(offset + key, k)
+
+        if size is None:
+            return draw()
+        return np.array([draw() for _ in range(int(size))], dtype=np.float64)
+    finally:
+        ctx.prec = old
+
+
+def _grid_value(n: int, k: int) -> float:
+    """n·2^k as the nearest double (exact while |n| < 2^53; ±inf past the range)."""
+    try:
+        return float(n * Fraction(2) ** k) if k < 0 else float(n << k)
+    except OverflowError:
+        return math.copysign(math.inf, n)
