@@ -284,7 +284,7 @@ def to_markdown(result: CompareResult) -> str:
         "",
         "Median absolute error (refusal rate in brackets where > 0):",
         "",
-        "| mechanism | guarantee at ε=1 form | " + " | ".join(f"ε={e:g}" for e in eps) + " |",
+        "| mechanism | guarantee | " + " | ".join(f"ε={e:g}" for e in eps) + " |",
         "|---|---|" + "---|" * len(eps),
     ]
     for lab in labels:
@@ -295,6 +295,9 @@ def to_markdown(result: CompareResult) -> str:
         cells = []
         for e in eps:
             r = cell.get((lab, e))
+            if r is not None and r.get("refused") == 1.0:
+                cells.append("— [100% ⊥]")
+                continue
             if r is None or r.get("median_abs_error") is None:
                 cells.append("n/a" if r is None or r.get("skipped") is None else "skipped")
                 continue
