@@ -11,9 +11,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .empirical import AuditResult, empirical_audit
+from .in_distribution import in_distribution
 from .profile import (
     MechanismCheck,
     PrivacyLoss,
@@ -41,11 +40,3 @@ __all__ = [
     "renyi_divergence",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    # in_distribution lives in a module written separately; load it on use.
-    if name == "in_distribution":
-        from .in_distribution import in_distribution
-
-        return in_distribution
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -192,7 +192,8 @@ def _law(
 
     mass = 1.0 - sum(atoms.values())
     if cdf is not None:
-        top = float(np.asarray(cdf(np.array([np.inf])), dtype=float).ravel()[0])
+        with np.errstate(all="ignore"):
+            top = float(np.asarray(cdf(np.array([np.inf])), dtype=float).ravel()[0])
         if math.isfinite(top) and 0 <= top <= 1 + 1e-12:
             mass = top
     lp = logdensity
@@ -269,20 +270,26 @@ def _find_range(laws: Sequence[_Law], tail_tolerance: float) -> _Range:
     left = (kinks[0] if kinks else centre) - h
     right = (kinks[-1] if kinks else centre) + h
     if have_cdf:
-        span = h
-        for _ in range(2100):
-            lt = max(law.lower_tail(left) for law in laws)
-            if lt <= tail_tolerance or not math.isfinite(left - 2 * span):
-                break
-            span *= 2
-            left = (kinks[0] if kinks else centre) - span
-        span = h
-        for _ in range(2100):
-            ut = max(law.upper_tail(right) for law in laws)
-            if ut <= tail_tolerance or not math.isfinite(right + 2 * span):
-                break
-            span *= 2
-            right = (kinks[-1] if kinks else centre) + span
+        # Candidate ends at anchor ∓ h·2^j, evaluated in one vectorised call per law.
+        with np.errstate(over="ignore"):
+            spans = h * 2.0 ** np.arange(0, 1100)
+        lo_anchor = kinks[0] if kinks else centre
+        hi_anchor = kinks[-1] if kinks else centre
+        lefts = lo_anchor - spans
+        rights = hi_anchor + spans
+        lefts = lefts[np.isfinite(lefts)]
+        rights = rights[np.isfinite(rights)]
+        with np.errstate(all="ignore"):
+            lt = np.max([np.maximum(np.asarray(law.cdf(lefts), float), 0) for law in laws], 0)
+            ut = np.max(
+                [np.maximum(law.mass - np.asarray(law.cdf(rights), float), 0) for law in laws], 0
+            )
+        lt = np.where(np.isnan(lt), np.inf, lt)
+        ut = np.where(np.isnan(ut), np.inf, ut)
+        ok_l = np.flatnonzero(lt <= tail_tolerance)
+        ok_r = np.flatnonzero(ut <= tail_tolerance)
+        left = float(lefts[ok_l[0]] if ok_l.size else lefts[-1])
+        right = float(rights[ok_r[0]] if ok_r.size else rights[-1])
         tails = tuple(law.lower_tail(left) + law.upper_tail(right) for law in laws)
         return _Range(centre, h, left, right, (tails[0], tails[1]), True)
     # No CDFs: widen until h·density is negligible at the ends (a heuristic).
@@ -598,45 +605,65 @@ def renyi_divergence(
     if not alpha > 1:
         raise ValueError(f"alpha must be > 1, got {alpha!r}")
     px, pxp = _pair(density_x, density_x_prime, kinks, cdfs, atoms_x, atoms_x_prime, logdensities)
-    total = 0.0
-    for key in set(px.atoms) | set(pxp.atoms):
-        a, b = px.atoms.get(key, 0.0), pxp.atoms.get(key, 0.0)
-        if a > 0 and b == 0:
-            return math.inf, 0.0
-        if a > 0:
-            total += math.exp(alpha * math.log(a) + (1 - alpha) * math.log(b))
-    err = 0.0
+    return _renyi_laws(px, pxp, [alpha])[0]
+
+
+def _renyi_laws(
+    px: _Law, pxp: _Law, alphas: Sequence[float], rng: _Range | None = None
+) -> list[tuple[float, float]]:
+    """[(D_α(P‖P′), error estimate) for α in alphas], sharing the range search."""
+    out: list[tuple[float, float]] = []
+    if px.mass > 0 and pxp.mass <= 0:
+        return [(math.inf, 0.0) for _ in alphas]
     if px.mass > 0:
-        if pxp.mass <= 0:
-            return math.inf, 0.0
-        rng = _find_range([px, pxp], 1e-16)
+        if rng is None:
+            rng = _find_range([px, pxp], 1e-16)
+        # Candidate ends further out, for tails of p^α p′^(1−α) heavier than p's.
+        with np.errstate(over="ignore", invalid="ignore"):
+            spans = (rng.hi - rng.centre) * 2.0 ** np.arange(0, 200)
+            his = rng.centre + spans[np.isfinite(rng.centre + spans)]
+            spans_l = (rng.centre - rng.lo) * 2.0 ** np.arange(0, 200)
+            los = rng.centre - spans_l[np.isfinite(rng.centre - spans_l)]
+        ends = np.concatenate([his, los])
+        la_e, lb_e = px.logpdf(ends), pxp.logpdf(ends)
+    for alpha in alphas:
+        total = 0.0
+        inf = False
+        for key in set(px.atoms) | set(pxp.atoms):
+            a, b = px.atoms.get(key, 0.0), pxp.atoms.get(key, 0.0)
+            if a > 0 and b == 0:
+                inf = True
+            elif a > 0:
+                total += math.exp(alpha * math.log(a) + (1 - alpha) * math.log(b))
+        if inf:
+            out.append((math.inf, 0.0))
+            continue
+        err = 0.0
+        if px.mass > 0:
 
-        def f(y: np.ndarray) -> np.ndarray:
-            la, lb = px.logpdf(y), pxp.logpdf(y)
+            def f(y: np.ndarray, alpha: float = alpha) -> np.ndarray:
+                la, lb = px.logpdf(y), pxp.logpdf(y)
+                with np.errstate(all="ignore"):
+                    v = np.exp(alpha * la + (1 - alpha) * lb)
+                return np.where(np.isneginf(la), 0.0, v)
+
             with np.errstate(all="ignore"):
-                out = np.exp(alpha * la + (1 - alpha) * lb)
-            return np.where(np.isneginf(la), 0.0, out)
-
-        # Widen further while the integrand's tails still matter.
-        lo, hi = rng.lo, rng.hi
-        for _ in range(200):
-            span = hi - rng.centre
-            if float(f(np.array([hi]))[0]) * span < 1e-18 or not math.isfinite(hi * 2):
-                break
-            hi = rng.centre + 2 * span
-        for _ in range(200):
-            span = rng.centre - lo
-            if float(f(np.array([lo]))[0]) * span < 1e-18 or not math.isfinite(lo * 2):
-                break
-            lo = rng.centre - 2 * span
-        wide = _Range(rng.centre, rng.width, lo, hi, rng.tail, rng.rigorous)
-        v, e = integrate(f, _breaks(wide, [*px.kinks, *pxp.kinks]))
-        total += v
-        err += e
-    if total <= 0:
-        return math.inf, 0.0
-    value = math.log(total) / (alpha - 1)
-    return value, err / (total * (alpha - 1))
+                fe = np.exp(alpha * la_e + (1 - alpha) * lb_e)
+            fe = np.where(np.isneginf(la_e) | np.isnan(fe), 0.0, fe)
+            small = fe * np.abs(ends - rng.centre) < 1e-18
+            k_hi = np.flatnonzero(small[: his.size])
+            k_lo = np.flatnonzero(small[his.size :])
+            hi = float(his[k_hi[0]] if k_hi.size else his[-1])
+            lo = float(los[k_lo[0]] if k_lo.size else los[-1])
+            wide = _Range(rng.centre, rng.width, lo, hi, rng.tail, rng.rigorous)
+            v, e = integrate(f, _breaks(wide, [*px.kinks, *pxp.kinks]))
+            total += v
+            err += e
+        if total <= 0:
+            out.append((math.inf, 0.0))
+        else:
+            out.append((math.log(total) / (alpha - 1), err / (total * (alpha - 1))))
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -764,9 +791,9 @@ def _measure(a: Any, b: Any, guarantee: Guarantee, orders: Sequence[float]) -> t
         prof = privacy_profile(a, b, guarantee.epsilon)
         return prof.delta, prof.error_bound
     rho, err = 0.0, 0.0
-    for alpha in orders:
-        for p, q in ((a, b), (b, a)):
-            if discrete:
+    if discrete:
+        for alpha in orders:
+            for p, q in ((a, b), (b, a)):
                 tot = sum(
                     math.exp(alpha * math.log(p[k]) + (1 - alpha) * math.log(q[k]))
                     if q.get(k, 0) > 0
@@ -774,9 +801,14 @@ def _measure(a: Any, b: Any, guarantee: Guarantee, orders: Sequence[float]) -> t
                     for k in set(p) | set(q)
                     if p.get(k, 0) > 0
                 )
-                d, e = math.log(tot) / (alpha - 1), 1e-12
-            else:
-                d, e = renyi_divergence(p, q, alpha)
+                d = math.log(tot) / (alpha - 1)
+                if d / alpha > rho:
+                    rho, err = d / alpha, 1e-12
+        return rho, err
+    la, lb = _law(a), _law(b)
+    rng = _find_range([la, lb], 1e-16) if la.mass > 0 and lb.mass > 0 else None
+    for p, q in ((la, lb), (lb, la)):
+        for alpha, (d, e) in zip(orders, _renyi_laws(p, q, orders, rng), strict=True):
             if d / alpha > rho:
                 rho, err = d / alpha, e / alpha
     return rho, err
