@@ -1,0 +1,278 @@
+"""Means: the clamped mean (both relations) and the trimmed mean.
+
+``TrimmedMean(trim, lower, upper)`` drops the m = ⌊trim·n⌋ smallest and m
+largest of the n clamped values and averages the rest (Bun & Steinke 2019,
+"Average-case averages: private algorithms for smooth sensitivity and mean
+estimation", §3, the trimmed mean).  Under substitution, with x_1 ≤ … ≤ x_n
+sorted and x_i = lower (i < 1), upper (i > n), replacing k records gives
+
+    A^(k)(x) = max_{0 ≤ l ≤ k+1} (x_{n−m+l} − x_{m+l−k}) / (n − 2m)
+
+(one record raised to ``upper`` shifts the kept window up by one index: the
+kept mean grows by (x_{n−m+1} − x_{m+1})/(n − 2m); lowered, by
+(x_{n−m} − x_m)/(n − 2m); k changes shift both ends by up to k).  This is the
+pair structure of ``order.py`` with i_max = m + 1 and j_min = n − m, so the
+smooth sensitivity is computed exactly by the same O(n log n) algorithm.
+``Mean(neighbours="substitution")`` is the case m = 0:
+LS(x) = max(upper − x_1, x_n − lower)/n.
+
+``Mean(neighbours="add_remove")`` (datasets stay non-empty): for a dataset y
+of size N with mean μ,
+
+    LS(y) = max( max(μ − lower, upper − μ)/(N + 1),          (add a value)
+                 max_{z ∈ y} |z − μ|/(N − 1) )                  (remove z, N ≥ 2).
+
+Within distance k the maximum is reached by removing the r smallest records
+and adding a copies of ``upper`` (r + a ≤ k), with witness z = lower for the
+first term and z = x_1 for the second, or the mirror image; both terms have
+the form T/(p(p + 1)) with T = Σ (kept − z) + a·(upper − z), p = #kept + a,
+which is unimodal in a for fixed r (numerator linear, denominator quadratic),
+so each k costs O(k).  Checked against brute force in
+``tests/test_queries_means.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .. import _validate
+from .base import Query
+from .order import (
+    _distance,
+    pair_local_sensitivity,
+    pair_log_smooth_sensitivity,
+    sorted_clamped,
+)
+
+__all__ = ["Mean", "TrimmedMean", "trim_count", "mean_add_remove_local_sensitivity"]
+
+
+def trim_count(trim: float, n: int) -> int:
+    """m = ⌊trim·n⌋, exact (trim read as its decimal repr, like ``quantile_index``)."""
+    num, den = Fraction(repr(float(trim))).as_integer_ratio()
+    return (num * n) // den
+
+
+class TrimmedMean(Query):
+    """Mean of the middle n − 2m clamped values, m = ⌊trim·n⌋; substitution.
+
+    ``n``, if given, is the public dataset size: the global sensitivity is
+    then (upper − lower)/(n − 2m) and data of another size are refused;
+    without it the global sensitivity is the worst case over n, upper − lower.
+    """
+
+    name = "trimmed_mean"
+    neighbours = "substitution"
+    exact: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        trim: float,
+        lower: float,
+        upper: float,
+        *,
+        n: int | None = None,
+        drop_missing: bool = False,
+    ) -> None:
+        try:
+            t = float(trim)
+        except (TypeError, ValueError):
+            raise ValueError(f"trim must be a number in [0, 0.5), got {trim!r}") from None
+        if not (math.isfinite(t) and 0.0 <= t < 0.5):
+            raise ValueError(f"trim must be a number in [0, 0.5), got {trim!r}")
+        self.trim = t
+        self.lower, self.upper = _validate.bounds(lower, upper)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1):
+            raise ValueError(f"n must be an integer >= 1 or None, got {n!r}")
+        self.n = None if n is None else int(n)
+        self.drop_missing = bool(drop_missing)
+
+    def prepare_key(self) -> tuple:
+        return ("sorted_clamped", self.lower, self.upper, self.drop_missing)
+
+    def _prepare(self, data: Any) -> np.ndarray:
+        return sorted_clamped(data, self.lower, self.upper, self.drop_missing)
+
+    def _x(self, data: Any) -> np.ndarray:
+        x = self._load(data)
+        if self.n is not None and x.size != self.n:
+            raise ValueError(f"data has {x.size} records but the query's public n is {self.n}")
+        return x
+
+    def _window(self, n: int) -> tuple[int, int, int]:
+        m = trim_count(self.trim, n)
+        return m + 1, n - m, n - 2 * m
+
+    @property
+    def global_sensitivity(self) -> float:
+        if self.n is None:
+            return self.upper - self.lower
+        return (self.upper - self.lower) / self._window(self.n)[2]
+
+    def value(self, data: Any) -> float:
+        x = self._x(data)
+        m = trim_count(self.trim, x.size)
+        return float(np.mean(x[m : x.size - m]))
+
+    def max_distance(self, data: Any) -> float:
+        return float(self._x(data).size)
+
+    def local_sensitivity(self, data: Any, distance: int = 0) -> float:
+        k = _distance(distance)
+        x = self._x(data)
+        i_max, j_min, kept = self._window(x.size)
+        return pair_local_sensitivity(x, self.lower, self.upper, i_max, j_min, k) / kept
+
+    def log_smooth_sensitivity(self, data: Any, beta: float) -> float:
+        beta = _validate.nonnegative(beta, "beta")
+        x = self._x(data)
+        i_max, j_min, kept = self._window(x.size)
+        log_ss = pair_log_smooth_sensitivity(x, self.lower, self.upper, i_max, j_min, beta)
+        return log_ss - math.log(kept)
+
+    def smooth_sensitivity(self, data: Any, beta: float) -> float:
+        """Exact SS_β, O(n log n) with the sort (pair structure of ``order.py``)."""
+        return math.exp(self.log_smooth_sensitivity(data, beta))
+
+    def parameters(self) -> dict[str, Any]:
+        p: dict[str, Any] = {"trim": self.trim, "lower": self.lower, "upper": self.upper}
+        if self.n is not None:
+            p["n"] = self.n
+        return p
+
+
+def _best_over_additions(tail: np.ndarray, kept: np.ndarray, span: float, budget: np.ndarray):
+    """max over 0 ≤ a ≤ budget of (tail + a·span)/(p(p + 1)), p = kept + a ≥ 1 (vectorised).
+
+    The ratio is unimodal in a (see module docstring): its maximum over the
+    reals is at p = u*, the positive root of span·u² + 2cu + c with
+    c = tail − kept·span ≤ 0, so the best integer a is next to u* − kept.
+    """
+    c = tail - kept * span
+    if span > 0:
+        u_star = (-c + np.sqrt(np.maximum(c * c - span * c, 0.0))) / span
+    else:
+        u_star = np.zeros_like(tail)
+    best = np.full(tail.shape, -np.inf)
+    lo_a = np.maximum(0, 1 - kept)  # p ≥ 1
+    for cand in (np.floor(u_star) - kept, np.ceil(u_star) - kept, lo_a, budget):
+        a = np.clip(cand, lo_a, budget)
+        p = kept + a
+        ok = (a <= budget) & (p >= 1)
+        val = np.where(ok, (tail + a * span) / np.maximum(p * (p + 1), 1), -np.inf)
+        best = np.maximum(best, val)
+    return best
+
+
+def _suffix(v: np.ndarray) -> np.ndarray:
+    """[Σ_{i ≥ r} v_i for r = 0..len(v)] (0-based, last entry 0)."""
+    out = np.zeros(v.size + 1)
+    out[:-1] = np.cumsum(v[::-1])[::-1]
+    return out
+
+
+class _AddRemoveMean:
+    """Prefix work for A^(k) of the mean under add/remove, then O(k) per k."""
+
+    def __init__(self, x: np.ndarray, lower: float, upper: float) -> None:
+        self.n = x.size
+        # (suffix sums of kept − witness, span = upper − witness, witness kept?)
+        self.sides = []
+        for y, lo, hi in ((x, lower, upper), (np.sort(-x), -upper, -lower)):
+            self.sides.append((_suffix(y - lo), hi - lo, 0))  # add term, witness lower
+            self.sides.append((_suffix(y[1:] - y[0]), hi - y[0], 1))  # remove term, witness x_1
+
+    def at(self, k: int) -> float:
+        best = 0.0
+        for suffix, span, witness in self.sides:
+            others = self.n - witness
+            r = np.arange(0, min(k, others) + 1)
+            kept = (others - r).astype(np.float64)
+            vals = _best_over_additions(suffix[r], kept, span, (k - r).astype(np.float64))
+            best = max(best, float(np.max(vals)))
+        return best
+
+
+def mean_add_remove_local_sensitivity(x: np.ndarray, lower: float, upper: float, k: int) -> float:
+    """A^(k) of the clamped mean under add/remove; ``x`` sorted and clamped."""
+    return _AddRemoveMean(x, lower, upper).at(k)
+
+
+class Mean(TrimmedMean):
+    """The mean of the data clamped to [lower, upper].
+
+    ``neighbours="substitution"`` (n fixed; ``n`` optional public size, as for
+    ``TrimmedMean``) or ``"add_remove"`` (global sensitivity (upper − lower)/2,
+    reached between {lower} and {lower, upper}).
+    """
+
+    name = "mean"
+
+    def __init__(
+        self,
+        lower: float,
+        upper: float,
+        neighbours: str = "substitution",
+        *,
+        n: int | None = None,
+        drop_missing: bool = False,
+    ) -> None:
+        if neighbours not in ("substitution", "add_remove"):
+            raise ValueError(
+                f"neighbours must be 'substitution' or 'add_remove', got {neighbours!r}"
+            )
+        if neighbours == "add_remove" and n is not None:
+            raise ValueError("n (a public dataset size) only applies to substitution neighbours")
+        super().__init__(0.0, lower, upper, n=n, drop_missing=drop_missing)
+        self.neighbours = neighbours  # type: ignore[assignment]
+
+    @property
+    def global_sensitivity(self) -> float:
+        if self.neighbours == "add_remove":
+            return (self.upper - self.lower) / 2
+        return super().global_sensitivity
+
+    def value(self, data: Any) -> float:
+        return float(np.mean(self._x(data)))
+
+    def max_distance(self, data: Any) -> float:
+        return float(self._x(data).size + (1 if self.neighbours == "add_remove" else 0))
+
+    def local_sensitivity(self, data: Any, distance: int = 0) -> float:
+        if self.neighbours == "substitution":
+            return super().local_sensitivity(data, distance)
+        k = _distance(distance)
+        return mean_add_remove_local_sensitivity(self._x(data), self.lower, self.upper, k)
+
+    def log_smooth_sensitivity(self, data: Any, beta: float) -> float:
+        if self.neighbours == "substitution":
+            return super().log_smooth_sensitivity(data, beta)
+        ss = self.smooth_sensitivity(data, beta)
+        return math.log(ss) if ss > 0 else -math.inf
+
+    def smooth_sensitivity(self, data: Any, beta: float) -> float:
+        if self.neighbours == "substitution":
+            return super().smooth_sensitivity(data, beta)
+        # add/remove: scan k upward; stop once e^{−kβ}·GS ≤ best (GS = (upper − lower)/2)
+        beta = _validate.nonnegative(beta, "beta")
+        x = self._x(data)
+        a = _AddRemoveMean(x, self.lower, self.upper)
+        gs = self.global_sensitivity
+        best = 0.0
+        for k in range(0, x.size + 2):
+            decay = math.exp(-k * beta)
+            if decay * gs <= best:
+                break
+            best = max(best, decay * a.at(k))
+        return best
+
+    def parameters(self) -> dict[str, Any]:
+        p: dict[str, Any] = {"lower": self.lower, "upper": self.upper}
+        p["neighbours"] = self.neighbours
+        if self.n is not None:
+            p["n"] = self.n
+        return p
