@@ -493,58 +493,90 @@ def _markdown_rows(rows: list[dict[str, Any]]) -> str:
 
 
 # -- reproduce --------------------------------------------------------------------------
-EXPERIMENTS: tuple[str, ...] = (
-    "noise_table",
-    "median",
-    "ratio",
-    "gamma_study",
-    "levels",
-    "two_triangles",
-    "gaussian",
-    "smalldb",
-    "compare",
-)
+# name → (experiment module, benchmark script that renders it into docs/results)
+EXPERIMENTS: dict[str, tuple[str, str | None]] = {
+    "noise_table": ("noise_table", "noise.py"),
+    "median": ("median", "median.py"),
+    "ratio": ("ratio", "ratio.py"),
+    "gamma_study": ("gamma_study", "gamma.py"),
+    "levels": ("levels", "levels.py"),  # Example 22 and Example 23 (two_triangles)
+    "gaussian": ("gaussian", "gaussian.py"),
+    "smalldb": ("smalldb", "smalldb.py"),
+    "compare": ("compare", None),
+}
+
+
+def _benchmarks_dir() -> Path | None:
+    d = Path(__file__).resolve().parents[2] / "benchmarks"
+    return d if d.is_dir() else None
+
+
+def _run_benchmark_script(script: Path, outdir: Path, quick: bool) -> None:
+    """Run a benchmarks/ script's ``main`` with its docs/results folder pointed at ``outdir``."""
+    import importlib.util
+    import inspect
+
+    spec = importlib.util.spec_from_file_location(f"_instancedp_bench_{script.stem}", script)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {script}")
+    module = importlib.util.module_from_spec(spec)
+    argv = sys.argv
+    sys.argv = [str(script)] + (["--quick"] if quick else [])
+    try:
+        spec.loader.exec_module(module)
+        results = (script.parents[1] / "docs" / "results").resolve()
+        for attr, val in list(vars(module).items()):
+            if isinstance(val, Path) and val.resolve() == results:
+                setattr(module, attr, outdir)
+        main = module.main
+        if "quick" in inspect.signature(main).parameters:
+            main(quick=quick)
+        else:
+            main()
+    finally:
+        sys.argv = argv
 
 
 def run_experiment(name: str, outdir: Path, quick: bool = True) -> str:
-    """Run ``instancedp.experiments.<name>`` and write its files into ``outdir``.
+    """Regenerate one experiment's tables/figures into ``outdir``; a one-line status.
 
-    Uses the module's ``reproduce(outdir, quick=...)`` when it has one;
-    otherwise calls every public function that takes a ``quick`` flag (all
-    other arguments defaulted), writes list-of-dict results as
-    ``<name>[_<function>].md/.json`` and passes them to the module's
-    ``plot_*`` functions.  Returns a one-line status.
+    From a source checkout the matching ``benchmarks/`` script renders the
+    experiment (its docs/results folder redirected to ``outdir``; ``--quick``
+    unless ``quick=False``).  Otherwise the module's ``reproduce(outdir,
+    quick=...)`` is used if it has one, else every public function with a
+    ``quick`` flag (all other arguments defaulted) is run and its rows are
+    written as ``<name>[_<function>].md/.json``.
     """
+    import contextlib
     import importlib
     import inspect
+    import io as _stdio
 
-    try:
-        module = importlib.import_module(f".experiments.{name}", __package__)
-    except ImportError as exc:
-        return f"skipped (not available: {exc})"
+    modname, script = EXPERIMENTS[name]
     t0 = time.perf_counter()
     try:
+        module = importlib.import_module(f".experiments.{modname}", __package__)
+    except ImportError as exc:
+        return f"skipped (not available: {_one_line(str(exc))})"
+    try:
         if name == "compare":
-            result = module.compare(quick=quick)
-            module.write(result, outdir, name="compare")
+            module.write(module.compare(quick=quick), outdir, name="compare")
             return f"ok ({time.perf_counter() - t0:.1f} s)"
+        bdir = _benchmarks_dir()
+        if script and bdir is not None and (bdir / script).is_file():
+            with contextlib.redirect_stdout(_stdio.StringIO()):
+                _run_benchmark_script(bdir / script, outdir, quick)
+            return f"ok (benchmarks/{script}, {time.perf_counter() - t0:.1f} s)"
         fn = getattr(module, "reproduce", None)
         if callable(fn):
             fn(outdir, quick=quick)
             return f"ok ({time.perf_counter() - t0:.1f} s)"
         written = 0
-        plots = [
-            f
-            for n, f in inspect.getmembers(module, inspect.isfunction)
-            if n.startswith("plot") and f.__module__ == module.__name__
-        ]
         for fname, f in inspect.getmembers(module, inspect.isfunction):
             if fname.startswith("_") or f.__module__ != module.__name__:
                 continue
             sig = inspect.signature(f)
-            if "quick" not in sig.parameters:
-                continue
-            if any(
+            if "quick" not in sig.parameters or any(
                 p.default is inspect.Parameter.empty
                 and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
                 for n, p in sig.parameters.items()
@@ -552,20 +584,13 @@ def run_experiment(name: str, outdir: Path, quick: bool = True) -> str:
             ):
                 continue
             rows = f(quick=quick)
-            stem = name if fname in (name, "table", "run", "rows") else f"{name}_{fname}"
-            if hasattr(rows, "as_dict"):
-                rows = rows.as_dict()
+            stem = f"{name}_{fname}"
             (outdir / f"{stem}.json").write_text(json.dumps(rows, indent=2, default=_json_default))
             if isinstance(rows, list) and rows and isinstance(rows[0], dict):
                 (outdir / f"{stem}.md").write_text(_markdown_rows(rows) + "\n")
-                for p in plots:
-                    try:
-                        p(rows, outdir / f"{stem}_{p.__name__}.png")
-                    except Exception:  # a plot for another table shape
-                        pass
             written += 1
         if not written:
-            return "skipped (no reproduce(outdir, quick) or quick-flag function found)"
+            return "skipped (no benchmarks/ script, reproduce() or quick-flag function)"
         return f"ok ({written} table(s), {time.perf_counter() - t0:.1f} s)"
     except Exception as exc:  # keep going: report which experiment failed and why
         return f"FAILED: {type(exc).__name__}: {_one_line(str(exc))[:200]}"
