@@ -6,16 +6,20 @@ differ in one edge.  Computing its smooth sensitivity is NP-hard (Karwa et al.
 2011, Thm. A.1), so 000 runs Algorithm 1 with upper bounds on LS instead:
 
 - Lemma 25: with a_H = max over e′ ∉ H and edges e of H + e′ of a_e^{H+e′},
-  LS(H) ≤ C(a_H, 2) + 2·a_H² ≤ (5/2)·a_H².  The proof's two bounds,
-  C(a, 2) ≤ a²/2 and Σ_{l ∈ N_ij}(a_il + a_jl − 2) ≤ 2a², add to 5/2; the
-  constant is garbled in the text extraction and FORMULAS.md §3 reads 3/2,
+  the proof's steps (Karwa et al. Lemma 4.1: LS_ij = C(a_ij, 2) +
+  Σ_{l ∈ N_ij}(a_il + a_jl − 2), each a ≤ a_H) give
+  LS(H) ≤ C(a_H, 2) + 2·a_H(a_H − 1) = (5/2)·a_H(a_H − 1)  ("proof", tight on
+  K_N minus an edge, where it equals the global sensitivity), and more coarsely
+  (5/2)·a_H² ("coarse": C(a, 2) ≤ a²/2 plus Σ ≤ 2a²).  The printed constant is
+  garbled in the text extraction; FORMULAS.md §3 reads (3/2)·a_H² ("printed"),
   which fails already on 5 vertices (K_5 minus an edge: LS = 15 > 13.5).
 - Layers L_k = graphs with k edges; neighbours lie in adjacent layers and a_H
   grows with H, so the layer maxima LS̃_k are non-decreasing and Algorithm 1
   runs with levels = layers (level r_k = k − 1).  A graph with k edges plus
   one more edge has an edge in at most min(N − 2, ⌊k/2⌋) triangles (each
   triangle on the edge uses two further edges), and a "book" attains it, so
-  LS̃_k = (5/2)·min(N − 2, ⌊k/2⌋)² for any N (checked exhaustively below).
+  LS̃_k = (5/2)·a_k(a_k − 1) with a_k = min(N − 2, ⌊k/2⌋) for any N (checked
+  exhaustively below).
 
 Exhaustive tables enumerate all 2^{C(n,2)} graphs (n ≤ 7) with bit operations.
 """
@@ -30,8 +34,8 @@ import numpy as np
 
 from ..mechanisms.levels import layered_level_rates
 
-LEMMA25_CONSTANT = 2.5
 MAX_EXHAUSTIVE_VERTICES = 7
+FORMS = ("proof", "coarse", "printed")
 
 
 def _edges(n: int) -> list[tuple[int, int]]:
@@ -84,15 +88,23 @@ def exhaustive_tables(n: int) -> dict[str, np.ndarray]:
     return {"f": f, "ls": ls, "a": a, "edges": n_edges}
 
 
-def lemma25_bound(a: Any, constant: float = LEMMA25_CONSTANT) -> np.ndarray:
-    """LS̃(H) = constant·a_H² (000 Lemma 25; the proof gives 5/2)."""
-    return constant * np.asarray(a, dtype=np.float64) ** 2
+def lemma25_bound(a: Any, form: str = "proof") -> np.ndarray:
+    """LS̃(H) from a_H (000 Lemma 25): "proof" (5/2)·a(a − 1), "coarse" (5/2)·a²,
+    "printed" (3/2)·a² (FORMULAS.md's reading; not a valid bound)."""
+    a = np.asarray(a, dtype=np.float64)
+    if form == "proof":
+        return 2.5 * a * (a - 1) + 0.0  # + 0.0 turns -0.0 (a = 0) into 0.0
+    if form == "coarse":
+        return 2.5 * a * a
+    if form == "printed":
+        return 1.5 * a * a
+    raise ValueError(f"form must be one of {FORMS}, got {form!r}")
 
 
-def layer_bound(n_vertices: int, k: Any) -> np.ndarray:
-    """LS̃_k = (5/2)·min(N − 2, ⌊k/2⌋)²: the Lemma 25 bound's maximum over layer L_k."""
+def layer_bound(n_vertices: int, k: Any, form: str = "proof") -> np.ndarray:
+    """LS̃_k: the Lemma 25 bound's maximum over layer L_k, a_k = min(N − 2, ⌊k/2⌋)."""
     k = np.asarray(k)
-    return LEMMA25_CONSTANT * np.minimum(n_vertices - 2, k // 2).astype(np.float64) ** 2
+    return lemma25_bound(np.minimum(n_vertices - 2, k // 2), form)
 
 
 def global_sensitivity(n_vertices: int) -> int:
@@ -102,45 +114,41 @@ def global_sensitivity(n_vertices: int) -> int:
 
 
 def layer_table(n: int) -> list[dict[str, Any]]:
-    """Per layer k: max exact LS, max Lemma 25 bound (5/2 and 3/2), violations."""
+    """Per layer k: max exact LS, max of each Lemma 25 form, violations of each."""
     tab = exhaustive_tables(n)
     rows = []
     for k in range(len(_edges(n)) + 1):
         sel = tab["edges"] == k
         ls, a = tab["ls"][sel], tab["a"][sel]
-        rows.append(
-            {
-                "n": n,
-                "k": k,
-                "graphs": int(sel.sum()),
-                "max_exact_ls": int(ls.max()),
-                "max_bound_5_2": float(lemma25_bound(a).max()),
-                "max_bound_3_2": float(lemma25_bound(a, 1.5).max()),
-                "closed_form_layer_bound": float(layer_bound(n, k)),
-                "violations_5_2": int(np.sum(ls > lemma25_bound(a))),
-                "violations_3_2": int(np.sum(ls > lemma25_bound(a, 1.5))),
-            }
-        )
+        row: dict[str, Any] = {"n": n, "k": k, "graphs": int(sel.sum())}
+        row["max_exact_ls"] = int(ls.max())
+        for form in FORMS:
+            bound = lemma25_bound(a, form)
+            row[f"max_bound_{form}"] = float(bound.max())
+            row[f"violations_{form}"] = int(np.sum(ls > bound))
+        row["closed_form_layer_bound"] = float(layer_bound(n, k))
+        rows.append(row)
     return rows
 
 
 def summary(n: int) -> dict[str, Any]:
     """Whole-graph-space facts for n vertices."""
     tab = exhaustive_tables(n)
-    return {
+    out: dict[str, Any] = {
         "n": n,
         "graphs": int(tab["f"].size),
         "max_exact_ls": int(tab["ls"].max()),
         "gs_formula": global_sensitivity(n),
-        "violations_5_2": int(np.sum(tab["ls"] > lemma25_bound(tab["a"]))),
-        "violations_3_2": int(np.sum(tab["ls"] > lemma25_bound(tab["a"], 1.5))),
     }
+    for form in FORMS:
+        out[f"violations_{form}"] = int(np.sum(tab["ls"] > lemma25_bound(tab["a"], form)))
+    return out
 
 
-def layered_rates(n_vertices: int, epsilon: float, delta: float) -> np.ndarray:
+def layered_rates(n_vertices: int, epsilon: float, delta: float, form: str = "proof") -> np.ndarray:
     """Algorithm 1 rates λ_k for layers k = 0 … C(N, 2) with levels LS̃_k."""
     m = n_vertices * (n_vertices - 1) // 2
-    return layered_level_rates(layer_bound(n_vertices, np.arange(m + 1)), epsilon, delta)
+    return layered_level_rates(layer_bound(n_vertices, np.arange(m + 1), form), epsilon, delta)
 
 
 def noise_table(
@@ -149,8 +157,8 @@ def noise_table(
     delta: float = 1e-6,
     fractions: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0),
 ) -> list[dict[str, Any]]:
-    """Expected |noise| 1/λ_k of Algorithm 1 for graphs with k = fraction·N edges,
-    next to Laplace(GS/ε) (pure ε-DP) and to the layer bound itself."""
+    """Expected |noise| 1/λ_k of Algorithm 1 (levels: the "proof" layer bound) for
+    graphs with k = fraction·N edges, next to Laplace(GS/ε) (pure ε-DP)."""
     rows = []
     for n in vertex_counts:
         lam = layered_rates(n, epsilon, delta)
