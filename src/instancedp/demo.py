@@ -110,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         "median",
         bounds=(0.0, 1000.0),
         quick=True,
+        public=True,
         source="GOOG daily closes 2004–2008 (public prices; shipped data/goog.csv)",
     )
     paths = compare.write(res, out, name="compare")

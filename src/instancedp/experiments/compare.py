@@ -142,6 +142,7 @@ def compare(
     n: int = 1000,
     quick: bool = False,
     source: str | None = None,
+    public: bool = False,
     ptr_bound: float | None = None,
     mechanisms: Sequence[str] | None = None,
     progress: Any = None,
@@ -152,7 +153,9 @@ def compare(
     default.  ``trials`` defaults to 100 (``quick``) or 500.  PTR proposes the
     public bound ``ptr_bound`` (default 10·(hi − lo)/n, the spacing of n evenly
     spread points times ten — a planning heuristic, not tuned on the data).
-    ``mechanisms`` restricts to some labels.
+    ``mechanisms`` restricts to some labels.  Data passed in are treated as
+    the caller's own (outputs labelled *planning only*, true value withheld)
+    unless ``public=True`` says they are public.
     """
     from .. import _validate
     from ..io import read_column
@@ -182,7 +185,7 @@ def compare(
     else:
         x = read_column(data)
         label = source or "caller's data: planning only"
-    planning = data is not None
+    planning = data is not None and not public
     if bounds is not None:
         bounds = _validate.bounds(*bounds)
     if statistic == "quantile" and quantile is None:
@@ -325,7 +328,7 @@ def plot(result: CompareResult, path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
     labels = list(dict.fromkeys(r["mechanism"] for r in result.rows))
     for lab in labels:
         pts = [
@@ -343,7 +346,7 @@ def plot(result: CompareResult, path: str | Path) -> Path:
     m = result.meta
     ax.set_title(f"{m['statistic']} — {m['data']}\n(simulation, not a private release)", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
