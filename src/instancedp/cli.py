@@ -415,10 +415,42 @@ def audit(
     if json_out:
         print(json.dumps(result, indent=2, default=_json_default))
     else:
-        for key, val in result.items():
-            print(f"{key:24s} {val}")
+        _print_audit(result)
     if _audit_failed(result):
         raise typer.Exit(1)
+
+
+def _print_audit(result: dict[str, Any]) -> None:
+    """A short human summary of ``run_audit``'s dict (all of it with --json)."""
+
+    def num(v: Any) -> str:
+        return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+    print(f"mechanism   {result.get('name', '?')} — {result.get('description', '')}")
+    g = result.get("guarantee")
+    if isinstance(g, dict):
+        print("claimed     " + ", ".join(f"{k}={num(v)}" for k, v in g.items()))
+    ex = result.get("exact")
+    if isinstance(ex, dict):
+        print(
+            f"exact       {ex.get('verdict', '?')}: measured {num(ex.get('measured'))} vs "
+            f"claimed {num(ex.get('claimed'))} (error bound {num(ex.get('error_bound'))}) "
+            f"over {ex.get('pairs_checked', '?')} neighbour pairs"
+        )
+    elif ex is None:
+        print("exact       (output law not known in closed form: empirical audit only)")
+    em = result.get("empirical")
+    if isinstance(em, dict):
+        print(
+            f"empirical   epsilon lower bound {num(em.get('epsilon_lower_bound'))} "
+            f"({'VIOLATED' if em.get('violated') else 'not violated'}); "
+            f"{em.get('samples', '?')} samples; false-alarm probability <= "
+            f"{num(em.get('false_alarm_bound'))}"
+        )
+    print(f"verdict     {result.get('verdict', '?')}")
+    for key, val in result.items():
+        if key not in ("name", "description", "guarantee", "exact", "empirical", "verdict"):
+            print(f"{key:11s} {num(val)}")
 
 
 def _audit_failed(result: dict[str, Any]) -> bool:

@@ -1,0 +1,68 @@
+"""`instancedp audit`, `noise-table` and `reproduce` through a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONWARNINGS="ignore", COLUMNS="200")
+    return subprocess.run(
+        [sys.executable, "-m", "instancedp.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+
+
+def _assert_bad(r: subprocess.CompletedProcess, *needles: str) -> None:
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "Traceback" not in r.stderr + r.stdout, r.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+def test_audit_list_run_and_bad_input():
+    r = cli("audit", "--list")
+    assert r.returncode == 0 and "laplace" in r.stdout and "smooth-polyplace" in r.stdout
+    r = cli("audit", "laplace", "--epsilon", "1", "--samples", "20000", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["verdict"] == "pass"
+    assert out["guarantee"] == {"type": "pure", "epsilon": 1.0}
+    # The Laplace mechanism's exact privacy loss is exactly ε (attained on the worst pair).
+    assert abs(out["exact"]["measured"] - 1.0) < 1e-6
+    assert out["empirical"]["epsilon_lower_bound"] <= 1.0
+    r = cli("audit", "ratio-ksw", "--epsilon", "1", "--samples", "20000")
+    assert r.returncode == 0, r.stderr
+    assert "verdict     pass" in r.stdout
+    _assert_bad(cli("audit", "nonsense"), "unknown mechanism 'nonsense'", "laplace")
+    _assert_bad(cli("audit", "laplace", "--samples", "5"), "samples must be")
+    _assert_bad(cli("audit", "laplace", "--epsilon", "inf"), "epsilon")
+
+
+def test_noise_table(tmp_path):
+    r = cli("noise-table", "--epsilon", "1", "--json", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert rows and all(isinstance(x, dict) for x in rows)
+    text = json.dumps(rows).lower()
+    assert "polyplace" in text and "student" in text
+    assert (tmp_path / "noise_table.md").stat().st_size > 0
+    _assert_bad(cli("noise-table", "--epsilon", "0"), "epsilon")
+    _assert_bad(cli("noise-table", "--delta", "2"), "delta")
+
+
+def test_reproduce(tmp_path):
+    r = cli("reproduce", str(tmp_path), "--only", "gaussian")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "gaussian" in r.stdout and "ok" in r.stdout
+    md = (tmp_path / "gaussian.md").read_text()
+    # FORMULAS.md §3: ε = 1, δ = 1e-5 → analytic σ = 3.731 (Balle & Wang 2018).
+    assert "3.731" in md
+    _assert_bad(cli("reproduce", str(tmp_path), "--only", "nonsense"), "unknown experiment")
