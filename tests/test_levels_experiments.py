@@ -19,6 +19,7 @@ from instancedp.experiments import levels as ex22
 from instancedp.experiments import smalldb as sx
 from instancedp.experiments import two_triangles as tt
 from instancedp.mechanisms.levels import check_instance_noise, layered_adjacency
+from instancedp.random import simulation
 
 
 def _graph(code: int, edges: list[tuple[int, int]]) -> set[tuple[int, int]]:
@@ -151,3 +152,41 @@ def test_smalldb_experiment_quick():
     assert round(cross[(1000, 120, 3)], 3) == 2.087
     curves = sx.bound_curves(ns=(10,), ks=(1,), epsilons=[0.1, 1.0])
     assert curves[0]["laplace_bound"] == pytest.approx(math.log(20) / 1.0)
+
+
+@pytest.mark.parametrize("eps,delta", [(1.0, 1e-3), (0.5, 1e-6), (3.0, 0.05)])
+def test_two_triangle_algorithm1_exact_privacy_on_all_graphs(eps, delta):
+    """Every graph on 5 vertices and every edge flip: δ(ε) ≤ δ for the released laws."""
+    from test_levels import laplace_hockey_stick
+
+    n = 5
+    tab = tt.exhaustive_tables(n)
+    lam = tt.layered_rates(n, eps, delta)
+    m = 10
+    worst = 0.0
+    for code in range(1 << m):
+        for e in range(m):
+            other = code ^ (1 << e)
+            if other < code:
+                continue  # each unordered pair once; both directions below
+            c1, s1 = float(tab["f"][code]), 1 / lam[tab["edges"][code]]
+            c2, s2 = float(tab["f"][other]), 1 / lam[tab["edges"][other]]
+            worst = max(
+                worst,
+                laplace_hockey_stick(c1, s1, c2, s2, eps),
+                laplace_hockey_stick(c2, s2, c1, s1, eps),
+            )
+    assert worst <= delta
+
+
+def test_two_triangle_mechanism_release():
+    mech = tt.two_triangle_mechanism(5, 1.0, 1e-6)
+    edges = [(0, 1), (1, 2), (0, 2), (2, 3)]
+    law = mech.output_distribution(edges)
+    lam = tt.layered_rates(5, 1.0, 1e-6)[4]
+    # One triangle, no 2-triangle: f = 0, 4 edges ⇒ level 4, density λ_4/2 at 0.
+    assert law.pdf(np.array([0.0]))[0] == pytest.approx(lam / 2)
+    rel = mech.release(edges, rng=simulation(0))
+    assert set(rel.parameters) == {"epsilon", "delta", "n_levels", "query"}
+    with pytest.raises(ValueError, match="n_vertices"):
+        tt.two_triangle_mechanism(2, 1.0, 1e-6)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..mechanisms.levels import layered_level_rates
+from ..mechanisms.levels import InstanceBasedNoise, layered_level_rates
 
 MAX_EXHAUSTIVE_VERTICES = 7
 FORMS = ("proof", "coarse", "printed")
@@ -178,3 +178,24 @@ def noise_table(
                 }
             )
     return rows
+
+
+def two_triangle_mechanism(n_vertices: int, epsilon: float, delta: float) -> InstanceBasedNoise:
+    """Algorithm 1 for the 2-triangle count of graphs on ``n_vertices`` (public)
+    vertices, levels = layers: the level of a graph is its (private) edge count,
+    used only to pick the rate λ_k (000 Example 23)."""
+    from ..queries.graphs import TwoTriangleCount, as_graph
+
+    if not isinstance(n_vertices, int) or n_vertices < 3:
+        raise ValueError(f"n_vertices must be an integer >= 3, got {n_vertices!r}")
+    query = TwoTriangleCount(n_vertices=n_vertices)
+
+    def level_of(data: Any) -> int:
+        g = as_graph(data, n_vertices)
+        if g.n_vertices != n_vertices:
+            raise ValueError(f"graph must have n_vertices = {n_vertices}")
+        return int(g.n_edges)
+
+    return InstanceBasedNoise(
+        level_of, layered_rates(n_vertices, epsilon, delta), query, epsilon, delta
+    )
