@@ -48,14 +48,27 @@ def datasets(domain: Sequence[float], n: int) -> Iterator[tuple]:
 
 def graphs(n_vertices: int) -> Iterator[Any]:
     """Every simple graph on ``n_vertices`` labelled vertices."""
-    from .graphs import Graph
-
     if n_vertices < 1 or n_vertices > MAX_VERTICES:
         raise ValueError(f"n_vertices must be in [1, {MAX_VERTICES}], got {n_vertices!r}")
     pairs = list(itertools.combinations(range(n_vertices), 2))
     for mask in range(1 << len(pairs)):
-        edges = [pairs[b] for b in range(len(pairs)) if mask >> b & 1]
-        yield Graph.from_edges(edges, n_vertices)
+        yield _graph(n_vertices, frozenset(pairs[b] for b in range(len(pairs)) if mask >> b & 1))
+
+
+_GRAPHS: dict = {}
+
+
+def _graph(n: int, edges: frozenset) -> Any:
+    """One shared Graph object per small graph (building CSR matrices is the slow part)."""
+    from .graphs import Graph
+
+    key = (n, edges)
+    g = _GRAPHS.get(key)
+    if g is None:
+        if len(_GRAPHS) > 200_000:
+            _GRAPHS.clear()
+        g = _GRAPHS[key] = Graph.from_edges(sorted(edges), n)
+    return g
 
 
 def neighbours(data: Any, relation: str, domain: Sequence[float] | None = None) -> list:
@@ -63,11 +76,8 @@ def neighbours(data: Any, relation: str, domain: Sequence[float] | None = None) 
     if relation == "edge":
         g = data
         n = g.n_vertices
-        edges = set(g.edge_set())
-        out = []
-        for pair in itertools.combinations(range(n), 2):
-            out.append(type(g).from_edges(sorted(edges ^ {pair}), n))
-        return out
+        edges = g.edge_set()
+        return [_graph(n, edges ^ {pair}) for pair in itertools.combinations(range(n), 2)]
     if domain is None:
         raise ValueError("domain is required for the substitution and add_remove relations")
     x = tuple(sorted(data))

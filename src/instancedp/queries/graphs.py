@@ -95,9 +95,11 @@ class Graph:
 
     def edges(self) -> np.ndarray:
         """m×2 array of edges (i < j), sorted."""
-        coo = sp.triu(self.adjacency, k=1).tocoo()
-        e = np.column_stack([coo.row, coo.col]).astype(np.int64)
-        return e[np.lexsort((e[:, 1], e[:, 0]))]
+        a = self.adjacency
+        rows = np.repeat(np.arange(self.n_vertices, dtype=np.int64), np.diff(a.indptr))
+        cols = a.indices.astype(np.int64)
+        upper = rows < cols  # CSR rows ascending, indices sorted: already in order
+        return np.column_stack([rows[upper], cols[upper]])
 
     def edge_set(self) -> frozenset:
         return frozenset(map(tuple, self.edges().tolist()))
