@@ -22,6 +22,7 @@ never a release.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -534,3 +535,73 @@ def run_audit(
     and time."""
     case = build_case(name, epsilon, delta)
     return audit_case(case, samples=samples, seed=seed)
+
+
+# ---------------------------------------------------------------------------
+# The results table (benchmarks/audit.py, ``instancedp reproduce``)
+
+SAMPLE_LADDER = (1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000)
+
+
+def _row(res: dict[str, Any], kind: str) -> dict[str, Any]:
+    ex, em = res.get("exact"), res.get("empirical")
+    return {
+        "kind": kind,
+        "name": res["name"],
+        "description": res["description"],
+        "guarantee": res["guarantee"],
+        "verdict": res["verdict"],
+        "exact_verdict": None if ex is None else ex["verdict"],
+        "exact_measured": None if ex is None else ex["measured"],
+        "exact_error_bound": None if ex is None else ex["error_bound"],
+        "exact_claimed": None if ex is None else ex["claimed"],
+        "exact_pairs": None if ex is None else ex["pairs_checked"],
+        "exact_seconds": None if ex is None else ex["seconds"],
+        "empirical_epsilon": None if em is None else em["epsilon"],
+        "empirical_delta": None if em is None else em["delta"],
+        "epsilon_lower_bound": None if em is None else em["epsilon_lower_bound"],
+        "empirical_violated": None if em is None else em["violated"],
+        "samples": None if em is None else em["samples"],
+        "empirical_seconds": None if em is None else em["seconds"],
+        "event": None if em is None else em["event"],
+        "seconds": res["seconds"],
+    }
+
+
+def samples_to_flag(
+    case: AuditCase, seed: int = 0, ladder: Sequence[int] = SAMPLE_LADDER
+) -> tuple[int | None, float]:
+    """Smallest sample count on ``ladder`` at which the empirical audit flags
+    ``case`` (None if none does), and the time that run took."""
+    for m in ladder:
+        res = audit_case(case, samples=m, seed=seed, exact=False)
+        if res["empirical"]["violated"]:
+            return m, res["empirical"]["seconds"]
+    return None, math.nan
+
+
+def audit_table(
+    samples: int = 200_000,
+    seed: int = 0,
+    quick: bool = False,
+    epsilon: float = 1.0,
+    broken: Sequence[AuditCase] = (),
+) -> list[dict[str, Any]]:
+    """One row per catalogue mechanism (at ε, the classic Gaussian at 0.9ε < 1)
+    and per case in ``broken``: verdicts, exact measured value, empirical ε
+    lower bound, samples and times.  For broken cases also the smallest number
+    of samples (on :data:`SAMPLE_LADDER`) at which the empirical audit flags
+    them.  ``quick`` uses 20 000 samples and skips the ladder."""
+    if quick:
+        samples = min(samples, 20_000)
+    rows = []
+    for name in CATALOGUE:
+        eps = min(epsilon, 0.9) if name == "gaussian-classic" else epsilon
+        rows.append(_row(audit_case(build_case(name, eps), samples, seed), "shipped"))
+    for case in broken:
+        row = _row(audit_case(case, samples, seed), "broken")
+        if not quick and row["empirical_violated"]:
+            ladder = [m for m in SAMPLE_LADDER if m <= samples]
+            row["samples_to_flag"], row["seconds_to_flag"] = samples_to_flag(case, seed, ladder)
+        rows.append(row)
+    return rows
