@@ -290,7 +290,11 @@ def test_release_graph(tmp_path):
     assert "remaining   epsilon=0.5 of epsilon=2" in r.stdout
     bad = tmp_path / "loops.edges"
     bad.write_text("0 1\n1 1\n")
-    _assert_bad(cli("release-graph", str(bad), "--epsilon", "1", "--ledger", str(led)), "loop")
+    _assert_bad(
+        cli("release-graph", str(bad), "--epsilon", "1", "--ledger", str(led)),
+        "self-loop",
+        "--normalise",
+    )
     _assert_bad(
         cli("release-graph", KARATE, "--statistic", "squares", "--epsilon", "1"),
         "statistic must be one of triangles, kstars, two-triangles",

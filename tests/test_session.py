@@ -144,3 +144,23 @@ def test_sql_and_columns_through_the_session(tmp_path):
     s.release(mech, "price", rng=simulation(0))
     np.testing.assert_array_equal(mech.seen_data[0], [1.0, 3.0])
     np.testing.assert_array_equal(mech.seen_data[1], [1.0, 100.0, 3.0])
+
+
+def test_graph_input_is_validated_before_the_charge(tmp_path):
+    import networkx as nx
+
+    from instancedp.mechanisms import SmoothSensitivityMechanism
+    from instancedp.queries import TriangleCount
+
+    mech = SmoothSensitivityMechanism(TriangleCount(), 1.0)
+    s = Session(np.array([[0, 1], [1, 1]]), PureDP(2.0), ledger=tmp_path / "g.db")
+    with pytest.raises(ValueError, match="self-loop"):
+        s.release(mech, rng=simulation(0))
+    assert s.ledger.count() == 0
+    # networkx, scipy.sparse and edge-list files are all accepted.
+    g = nx.karate_club_graph()
+    f = tmp_path / "k.edges"
+    f.write_text("".join(f"{u} {v}\n" for u, v in g.edges()))
+    for src in (g, nx.to_scipy_sparse_array(g, weight=None), f):
+        r = Session(src, PureDP(1.0)).release(mech, rng=simulation(1))
+        assert r.guarantee == PureDP(1.0) and np.isfinite(r.value)

@@ -241,6 +241,9 @@ def release_graph(
     noise: Annotated[str | None, typer.Option(help="Smooth-sensitivity noise family.")] = None,
     gamma: Annotated[float | None, typer.Option(help="Smoothness γ.")] = None,
     ptr_bound: Annotated[float | None, typer.Option(help="Proposed LS bound for ptr.")] = None,
+    normalise: Annotated[
+        bool, typer.Option(help="Drop self-loops and merge repeated edges instead of refusing.")
+    ] = False,
     ledger: Annotated[Path | None, typer.Option(help="SQLite budget ledger file.")] = None,
     budget_epsilon: Annotated[float | None, typer.Option(help="Total ε (first use).")] = None,
     budget_delta: Annotated[float | None, typer.Option(help="Total δ (first use).")] = None,
@@ -265,7 +268,7 @@ def release_graph(
         st, epsilon, delta, mechanism=mechanism, k=k, noise=noise, gamma=gamma, ptr_bound=ptr_bound
     )
     budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
-    graph = _normalised_graph(io.read_edge_list(edges))
+    graph = _normalised_graph(io.read_edge_list(edges), normalise)
     _release_with_session(
         mech,
         graph,
@@ -277,17 +280,14 @@ def release_graph(
     )
 
 
-def _normalised_graph(edges: Any) -> Any:
+def _normalised_graph(edges: Any, normalise: bool) -> Any:
     """Validate the graph (self-loops, duplicates) before anything is charged."""
+    from .queries import as_graph
+
     try:
-        from .queries import graphs
-    except ImportError:  # pragma: no cover - queries not installed
-        return edges
-    for name in ("as_graph", "Graph"):
-        fn = getattr(graphs, name, None)
-        if callable(fn):
-            return fn(edges)
-    return edges
+        return as_graph(edges, normalise=normalise)
+    except ValueError as exc:
+        raise CLIError(str(exc).replace("normalise=True", "--normalise")) from None
 
 
 # -- compare -------------------------------------------------------------------------

@@ -107,9 +107,12 @@ class Session:
         return self._cache[key]
 
     def graph(self) -> Any:
+        """The graph, validated and normalised by the graph queries (before any charge)."""
         key = ("graph",)
         if key not in self._cache:
-            self._cache[key] = _io.graph_input(self._data)
+            from .queries import as_graph
+
+            self._cache[key] = as_graph(_io.graph_input(self._data))
         return self._cache[key]
 
     def _input_for(self, mechanism: Any, column: str | None, sql: str | None) -> Any:
