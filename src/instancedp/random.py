@@ -29,10 +29,16 @@ class RandomSource(ABC):
         """n uniformly random bytes."""
 
     def uniform(self, size: int | tuple | None = None) -> np.ndarray | float:
-        """Uniform draws in the open interval (0, 1), 53 random bits each."""
+        """Uniform draws strictly inside (0, 1): the odd multiples of 2^−53.
+
+        52 random bits k give (2k + 1)·2^−53, exact in a double (2k + 1 < 2^53),
+        so 1.0 can never come out (with 53 bits, (k + ½)·2^−53 rounds to 1.0
+        for the largest k).
+        """
         count = int(np.prod(size)) if size is not None else 1
         words = np.frombuffer(self.random_bytes(8 * count), dtype=np.uint64)
-        u = ((words >> np.uint64(11)).astype(np.float64) + 0.5) * _TWO_M53
+        odd = (words >> np.uint64(12)) * np.uint64(2) + np.uint64(1)
+        u = odd.astype(np.float64) * _TWO_M53
         return float(u[0]) if size is None else u.reshape(size)
 
     def integers(self, high: int) -> int:
@@ -130,6 +136,8 @@ def sample_index_from_log_weights(log_weights: np.ndarray, source: RandomSource)
 
     Inverse-CDF on the normalised cumulative weights (computed after
     subtracting the maximum, so no overflow or total underflow for any ε).
+    Entries that are not finite (−inf, and also NaN/+inf) get weight zero and
+    are never returned.
     """
     lw = np.asarray(log_weights, dtype=np.float64)
     if lw.ndim != 1 or lw.size == 0:
@@ -140,4 +148,7 @@ def sample_index_from_log_weights(log_weights: np.ndarray, source: RandomSource)
     w = np.where(finite, np.exp(lw - lw[finite].max()), 0.0)
     cum = np.cumsum(w)
     u = source.uniform() * cum[-1]
-    return int(min(np.searchsorted(cum, u, side="right"), lw.size - 1))
+    # u·total can round up to the total: clamp to the last index of positive
+    # weight, never to a trailing index of weight zero (log weight −inf).
+    last = int(np.flatnonzero(w > 0)[-1])
+    return int(min(np.searchsorted(cum, u, side="right"), last))
