@@ -19,7 +19,6 @@ to ``docs/results/safe_sampling.md``.
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from typing import Any
 
@@ -37,7 +36,7 @@ from ..noise import (
     UniformLogNormal,
 )
 from ..noise.base import NoiseDistribution
-from ..noise.exact import add_noise
+from ..noise.exact import add_noise, work_count
 from ..random import simulation
 
 _TWO53 = 2.0**53
@@ -205,38 +204,83 @@ LATENCY_FAMILIES: dict[str, NoiseDistribution] = {
 }
 
 
-def _median_latency(fn, reps: int) -> float:
-    times = []
-    for _ in range(reps):
+def _latencies(fn, reps: int) -> np.ndarray:
+    times = np.empty(reps)
+    for i in range(reps):
         t0 = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        times[i] = time.perf_counter() - t0
+    return times
 
 
-def latency_table(quick: bool = False, value: float = 42.0, scale: float = 3.0):
-    """Median seconds per draw: exact path (secure OS source, as releases use it) vs the
-    fast float path (value + scale·noise.sample), one draw per call, in one run."""
-    reps = 200 if quick else 2000
+def latency_table(
+    quick: bool = False, value: float = 42.0, scale: float = 3.0
+) -> list[dict[str, Any]]:
+    """Seconds per draw: the exact path with the secure OS source (as releases use it)
+    and with a simulation source, against the fast float path
+    (value + scale·noise.sample), one draw per call, all in one run."""
+    reps = 300 if quick else 3000
     rows = []
     for name, noise in LATENCY_FAMILIES.items():
         gen = simulation(1)
         add_noise(value, scale, noise, size=None)  # warm caches (arb constants, imports)
-        safe = _median_latency(lambda n=noise: add_noise(value, scale, n, size=None), reps)
-        safe_sim = _median_latency(
+        safe = _latencies(lambda n=noise: add_noise(value, scale, n, size=None), reps)
+        safe_sim = _latencies(
             lambda n=noise, g=gen: add_noise(value, scale, n, size=None, rng=g), reps
         )
-        fast = _median_latency(lambda n=noise, g=gen: value + scale * n.sample(None, g), reps)
+        fast = _latencies(lambda n=noise, g=gen: value + scale * n.sample(None, g), reps)
         rows.append(
             {
                 "family": name,
                 "noise": repr(noise),
-                "safe_us": safe * 1e6,
-                "safe_simulation_us": safe_sim * 1e6,
-                "fast_us": fast * 1e6,
-                "ratio": safe / fast,
+                "safe_median_us": float(np.median(safe)) * 1e6,
+                "safe_p99_us": float(np.quantile(safe, 0.99)) * 1e6,
+                "safe_max_us": float(safe.max()) * 1e6,
+                "safe_simulation_median_us": float(np.median(safe_sim)) * 1e6,
+                "fast_median_us": float(np.median(fast)) * 1e6,
+                "ratio": float(np.median(safe) / np.median(fast)),
                 "reps": reps,
                 "cpu_count": os.cpu_count(),
             }
         )
+    return rows
+
+
+TIMING_CASES: list[tuple[str, float, float]] = [
+    ("value 0, scale 1", 0.0, 1.0),
+    ("value 1e6, scale 1", 1e6, 1.0),
+    ("value 1, scale 1e-12", 1.0, 1e-12),
+    ("value 0, scale 1e-300", 0.0, 1e-300),
+]
+
+
+def _timed_draws(value: float, scale: float, grid: int | None, reps: int, seed: int):
+    noise, src = Laplace(1.0), simulation(seed)
+    times, work = np.empty(reps), np.empty(reps)
+    for i in range(reps):
+        w0, t0 = work_count(), time.perf_counter()
+        add_noise(value, scale, noise, size=None, rng=src, grid=grid)
+        times[i], work[i] = time.perf_counter() - t0, work_count() - w0
+    return times, work
+
+
+def timing_table(quick: bool = False, grid: int = -20) -> list[dict[str, Any]]:
+    """Work (ball evaluations) and latency of exact Laplace draws for several (value,
+    scale), same random stream for each: on the float path the work depends on the value
+    (the timing channel); with ``grid`` it does not."""
+    reps = 300 if quick else 3000
+    rows = []
+    for label, value, scale in TIMING_CASES:
+        for g in (None, grid):
+            t, w = _timed_draws(value, scale, g, reps, seed=2)
+            rows.append(
+                {
+                    "case": label,
+                    "grid": g,
+                    "mean_evaluations": float(w.mean()),
+                    "max_evaluations": int(w.max()),
+                    "median_us": float(np.median(t)) * 1e6,
+                    "reps": reps,
+                }
+            )
     return rows

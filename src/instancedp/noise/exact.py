@@ -87,6 +87,7 @@ __all__ = [
     "grid_sensitivity",
     "round_scale_up",
     "snap_to_grid",
+    "work_count",
 ]
 
 SUPPORTED_FAMILIES: tuple[type[NoiseDistribution], ...] = (
@@ -210,6 +211,9 @@ class _GridCells:
             return 0
         if math.isinf(y):
             y = math.copysign(2.0**1023, y)
+        scaled = math.ldexp(y, -self.k)  # exact unless it leaves the float range
+        if math.isfinite(scaled) and (scaled == 0.0) == (y == 0.0):
+            return round(scaled)
         return round(Fraction(y) / Fraction(2) ** self.k)
 
     @staticmethod
@@ -429,6 +433,15 @@ class _Undecidable(RuntimeError):
     pass
 
 
+_WORK = [0]  # ball evaluations so far (diagnostics: the timing channel's size)
+
+
+def work_count() -> int:
+    """Number of ball-arithmetic evaluations (CDF or product enclosures) made so far in
+    this process: a machine-independent measure of the work behind each draw."""
+    return _WORK[0]
+
+
 def _sample_cdf(
     name: str,
     params: tuple[float, ...],
@@ -457,6 +470,7 @@ def _sample_cdf(
             if f is None:
                 ctx.prec = prec
                 f = _cdf(sf, params, (b - center) / total_scale)
+                _WORK[0] += 1
             if f <= u.lower():
                 return True
             if f >= u.upper():
@@ -547,6 +561,7 @@ def _sample_product(
             else:
                 lo, hi = center + total_scale * z_lo, center + total_scale * z_hi
             key = _locate(cells, lo, hi)
+            _WORK[0] += 1
             if key is not None:
                 return key
         v.refine()
@@ -703,6 +718,8 @@ def add_noise(
 def _grid_value(n: int, k: int) -> float:
     """n·2^k as the nearest double (exact while |n| < 2^53; ±inf past the range)."""
     try:
+        if abs(n) < 2**53 and k >= -1022:  # n exact, n·2^k normal or zero: ldexp is exact
+            return math.ldexp(float(n), k)
         return float(n * Fraction(2) ** k) if k < 0 else float(n << k)
     except OverflowError:
         return math.copysign(math.inf, n)
