@@ -157,7 +157,8 @@ class BoundedLocalSensitivity(Mechanism):
             zero = lambda y: np.zeros_like(np.asarray(y, dtype=float))  # noqa: E731
             return OutputDistribution(pdf=zero, cdf=zero, atoms={value: 1.0})
         scales = g / self.epsilon_release
-        logw = np.log(w)
+        with np.errstate(divide="ignore"):
+            logw = np.log(w)
 
         def logpdf(y: Any) -> np.ndarray:
             y = np.asarray(y, dtype=np.float64)

@@ -13,7 +13,7 @@ changes (a, b) by (0, ±1) or (±1, ±1).
   counts â, b̂ (scale 2/ε1 each), turn them into intervals [a_l, a_u] ∋ a and
   [b_l, b_u] ∋ b that hold except with probability δ, bound
   LS(a, b) = max(b − a, a)/(b² − b) (b > 1) from above by
-      g = max( a_u/(b_l² − b_l),  max_{b ∈ [b_l, b_u]} (b − a_l)/(b² − b) ),
+      g = max( min(a_u, b_l)/(b_l² − b_l),  max_{b ∈ [b_l, b_u]} (b − a_l)/(b² − b) ),
   the inner maximum at b_l, b_u or the integers around the stationary point
   b_x = a_l + √(a_l² − a_l), and release a/b + Lap(g/ε2), ε2 = ε − ε1
   (Theorem 1): (ε, δ)-DP.  If b_l ≤ 1 the bound is useless and the mechanism
@@ -84,7 +84,8 @@ def sensitivity_bound(a_hat: Any, b_hat: Any, halfwidth: int) -> np.ndarray:
     ok = b_l > 1
     b_l = np.where(ok, b_l, 2.0)
     b_u = np.maximum(b_u, b_l)
-    bound_1 = a_u / (b_l * b_l - b_l)
+    # a ≤ b: max_{b ≥ b_l} min(a_u, b)/(b² − b) = min(a_u, b_l)/(b_l² − b_l)
+    bound_1 = np.minimum(a_u, b_l) / (b_l * b_l - b_l)
     b_x = a_l + np.sqrt(np.maximum(a_l * a_l - a_l, 0.0))
     best = np.full(np.broadcast(a_hat, b_hat).shape, -np.inf)
     for cand in (b_l, b_u, np.floor(b_x), np.ceil(b_x)):
