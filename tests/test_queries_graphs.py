@@ -140,8 +140,17 @@ def test_six_vertices_distance_two(g):
 
 def test_triangle_frontier_against_all_pairs_dense():
     # independent: a_ij, b_ij for every pair from a dense matrix (small graphs only)
-    for seed, (n, p) in enumerate([(40, 0.1), (50, 0.3), (30, 0.8)]):
-        g = nx.gnp_random_graph(n, p, seed=seed)
+    cases = [
+        nx.gnp_random_graph(40, 0.1, seed=0),
+        nx.gnp_random_graph(50, 0.3, seed=1),
+        nx.gnp_random_graph(30, 0.8, seed=2),
+        # hubs: the degree-ordered scan stops early here (pruning path)
+        nx.barabasi_albert_graph(90, 2, seed=3),
+        nx.complete_bipartite_graph(2, 40),
+        nx.star_graph(30),
+    ]
+    for g in cases:
+        n = g.number_of_nodes()
         a = nx.to_numpy_array(g, dtype=np.int64)
         common = a @ a
         deg = a.sum(1)

@@ -43,6 +43,12 @@ class Prepared:
     key: tuple
     data: Any
 
+    def __len__(self) -> int:
+        """Number of records, for prepared 1-D arrays (n is public under substitution)."""
+        if hasattr(self.data, "ndim") and self.data.ndim == 1:
+            return int(self.data.size)
+        raise TypeError("this prepared data has no record count")
+
 
 class Query(ABC):
     """Base class: subclasses implement ``value`` and ``local_sensitivity``."""

@@ -268,45 +268,58 @@ def _max_nonadjacent_degree_sum(g: Graph) -> int:
 
 
 def triangle_pair_frontier(
-    graph: Any, chunk_entries: int = 1 << 24
+    graph: Any, chunk_entries: int = 1 << 22
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pareto-maximal points (a, u) over vertex pairs, u = d_i + d_j − 2·[i ~ j].
 
     For a pair, b = u − 2a, so NRS's term is ⌊(s + min(s + 2a, u))/2⌋ (capped
     at n − 2): non-decreasing in a and u, hence the maximum over all pairs is
-    the maximum over these points, for every s.  Pairs with a ≥ 1 are the
-    off-diagonal entries of A², computed in row chunks as A[R]·A + n·A[R] (the
-    n·A term marks edges and keeps edges with a = 0); non-adjacent pairs with
-    a = 0 are covered by the point (0, max non-adjacent d_i + d_j), which is
-    dominated by the true point of any pair with a > 0 — so the set is exact.
-    No dense n×n matrix is formed; memory is O(chunk + n).
+    the maximum over these points, for every s.
+
+    Pairs with a ≥ 1 are the off-diagonal entries of A², computed in row chunks
+    as A[R]·A + n·A[R] − diag(d)[R] (the n·A term marks edges and keeps edges
+    with a = 0; the diagonal becomes 0 and is dropped).  Rows are visited by
+    degree, descending: a pair (i, j) with j later in that order has
+    a ≤ d_i and u ≤ 2d_i, so once a point already found dominates (d_i, 2d_i)
+    no remaining pair can matter for any s, and the scan stops.  Non-adjacent
+    pairs with a = 0 are covered by the point (0, max non-adjacent d_i + d_j),
+    which is dominated by the true point of any pair with a > 0 — so the set is
+    exact.  No dense n×n matrix is formed; memory is O(chunk + n).
     """
     g = as_graph(graph)
     a = g.adjacency
     n = g.n_vertices
-    d = g.degrees
-    best_u = np.full(int(d.max(initial=0)) + 1, -1, dtype=np.int64)  # a ≤ max degree
-    mark = n  # a_ij ≤ n − 2 < n; int32 entries hold up to 2n
-    # row chunks of about chunk_entries products each: row i costs Σ_{l ~ i} d_l
-    work = np.cumsum(a @ d.astype(np.float64))
-    bounds = np.searchsorted(work, np.arange(chunk_entries, work[-1] if n else 0, chunk_entries))
-    edges_at = np.unique(np.concatenate([[0], bounds + 1, [n]])) if n else np.array([0])
-    for start, stop in zip(edges_at[:-1], edges_at[1:], strict=True):
-        rows = a[start:stop]
-        p = (rows @ a + mark * rows).tocsr()
-        r = np.repeat(np.arange(start, stop), np.diff(p.indptr))
-        c = p.indices
-        v = p.data.astype(np.int64)
-        off = r != c
-        r, c, v = r[off], c[off], v[off]
+    d = g.degrees.astype(np.int32)
+    best_u = np.full(int(d.max(initial=0)) + 1, -1, dtype=np.int32)  # a ≤ max degree
+    mark = np.int32(n)  # a_ij ≤ n − 2 < n; entries stay below 2n
+    order = np.argsort(-d, kind="stable")
+    rowwork = np.cumsum((a @ d.astype(np.float64))[order])
+    pos = 0
+    while pos < n:
+        di = int(d[order[pos]])
+        if np.any(best_u[di:] >= 2 * di):  # (d_i, 2d_i) dominated: nothing left can win
+            break
+        # chunks of about chunk_entries products, small at first so the stop test runs early
+        target = (rowwork[pos - 1] if pos else 0.0) + chunk_entries
+        stop = int(np.searchsorted(rowwork, target, side="right"))
+        stop = min(max(stop, pos + 1), pos + max(256, pos), n)
+        rows_idx = order[pos:stop]
+        rows = a[rows_idx]
+        k = rows_idx.size
+        diag = sp.csr_array((d[rows_idx], (np.arange(k), rows_idx)), shape=(k, n))
+        p = (rows @ a + mark * rows - diag).tocsr()
+        p.eliminate_zeros()
+        counts = np.diff(p.indptr)
+        v = p.data
         edge = v >= mark
-        av = v - mark * edge
-        u = d[r] + d[c] - 2 * edge
+        av = np.where(edge, v - mark, v)
+        u = np.repeat(d[rows_idx], counts) + d[p.indices] - 2 * edge.astype(np.int32)
         np.maximum.at(best_u, av, u)
-    best_u[0] = max(best_u[0], _max_nonadjacent_degree_sum(g))
+        pos = stop
+    best_u[0] = max(int(best_u[0]), _max_nonadjacent_degree_sum(g))
     # keep the Pareto frontier: a point survives if no larger a has u at least as large
     avals = np.flatnonzero(best_u >= 0)
-    uvals = best_u[avals]
+    uvals = best_u[avals].astype(np.int64)
     if avals.size == 0:
         return avals, uvals
     suffix_max = np.maximum.accumulate(uvals[::-1])[::-1]

@@ -218,6 +218,21 @@ def _max_over_pairs(xi, ii, xj, jj, beta, d0, corner) -> float:
     return best
 
 
+def _distance_to_change(x: np.ndarray, lower: float, upper: float, i_max: int, j_min: int) -> int:
+    """Smallest width at which the window holds a pair with x_j > x_i (bisection)."""
+    n = x.size
+    vi = x[i_max - 1]
+    below = int(np.searchsorted(x, vi, side="left"))  # X index of the last x_i < vi (0: lower)
+    vj = x[j_min - 1]
+    above = int(np.searchsorted(x, vj, side="right")) + 1  # first X index with x_j > vj
+    dist = []
+    if below > 0 or lower < vi:
+        dist.append(i_max - below)
+    if above <= n or upper > vj:
+        dist.append(min(above, n + 1) - j_min)
+    return min(dist) if dist else n + 1
+
+
 def pair_log_smooth_sensitivity(
     x: np.ndarray, lower: float, upper: float, i_max: int, j_min: int, beta: float
 ) -> float:
@@ -253,7 +268,11 @@ def pair_log_smooth_sensitivity(
         # every pair outside the window has k ≥ width
         if log_range - beta * width <= best:
             return best
-        need = math.ceil((log_range - best) / beta) if best > -math.inf else 0
+        if best > -math.inf:
+            need = math.ceil((log_range - best) / beta)
+        else:
+            # no positive difference yet: jump to the nearest change of value
+            need = _distance_to_change(x, lower, upper, i_max, j_min)
         width = int(min(max(2 * width, need), n + 1))
 
 
