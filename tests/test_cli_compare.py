@@ -103,4 +103,3 @@ def test_compare_command_writes_table_and_plot(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "planning only" in r.stdout
     _assert_bad(cli("compare", "--epsilons", "a,b", "--out", str(out)), "epsilons")
-    _assert_bad(cli("compare", GOOG, "--column", "nope", "--out", str(out)), "unknown column")
