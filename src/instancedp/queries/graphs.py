@@ -65,13 +65,22 @@ __all__ = [
 class Graph:
     """A simple undirected graph: symmetric CSR adjacency with 0/1 int32 entries."""
 
-    __slots__ = ("adjacency", "_degrees", "_key")
+    __slots__ = ("adjacency", "_degrees", "_key", "_cache")
 
     def __init__(self, adjacency: sp.csr_array) -> None:
-        # internal: callers use ``as_graph`` / ``Graph.from_edges`` (which validate)
+        # internal: callers use ``as_graph`` / ``Graph.from_edges`` (which validate).
+        # A Graph is treated as immutable: derived quantities are cached on it, so
+        # PTR's search over k costs one frontier computation.
         self.adjacency = adjacency
         self._degrees = None
         self._key = None
+        self._cache: dict = {}
+
+    def cached(self, name: str, compute: Any) -> Any:
+        """``compute()`` once per graph (private analysis data, never released)."""
+        if name not in self._cache:
+            self._cache[name] = compute()
+        return self._cache[name]
 
     @classmethod
     def from_edges(
@@ -383,7 +392,7 @@ class TriangleCount(_GraphQuery):
     def local_sensitivity(self, data: Any, distance: int = 0) -> float:
         s = _distance(distance)
         g = self._load(data)
-        av, uv = triangle_pair_frontier(g)
+        av, uv = g.cached("triangle_frontier", lambda: triangle_pair_frontier(g))
         return float(_triangle_a_s(av, uv, g.n_vertices, np.array([s]))[0])
 
     def smooth_sensitivity(self, data: Any, beta: float) -> float:
@@ -392,7 +401,7 @@ class TriangleCount(_GraphQuery):
         n = g.n_vertices
         if n < 3:
             return 0.0
-        av, uv = triangle_pair_frontier(g)
+        av, uv = g.cached("triangle_frontier", lambda: triangle_pair_frontier(g))
         return _scan_smooth(lambda s: _triangle_a_s(av, uv, n, s), float(n - 2), 2 * n, beta)
 
 
@@ -498,7 +507,8 @@ class KStarCount(_GraphQuery):
     def local_sensitivity(self, data: Any, distance: int = 0) -> float:
         s = _distance(distance)
         g = self._load(data)
-        return float(_kstar_a_s(kstar_pair_frontier(g), g.n_vertices, self.k, np.array([s]))[0])
+        pts = g.cached("kstar_frontier", lambda: kstar_pair_frontier(g))
+        return float(_kstar_a_s(pts, g.n_vertices, self.k, np.array([s]))[0])
 
     def smooth_sensitivity(self, data: Any, beta: float) -> float:
         beta = _validate.nonnegative(beta, "beta")
@@ -506,7 +516,7 @@ class KStarCount(_GraphQuery):
         n = g.n_vertices
         if n < 2:
             return 0.0
-        pts = kstar_pair_frontier(g)
+        pts = g.cached("kstar_frontier", lambda: kstar_pair_frontier(g))
         gs = 2.0 * float(comb(n - 2, self.k - 1))
         return _scan_smooth(lambda s: _kstar_a_s(pts, n, self.k, s), gs, 2 * n, beta)
 
@@ -626,7 +636,7 @@ class TwoTriangleCount(_GraphQuery):
         k = _distance(distance)
         g = self._load(data)
         if k == 0:
-            return float(two_triangle_local_sensitivity(g))
+            return float(g.cached("two_triangle_ls", lambda: two_triangle_local_sensitivity(g)))
         n = g.n_vertices
         top = n * (n - 1) // 2
         return float(two_triangle_layer_bound(min(g.n_edges + k, top), n))
@@ -638,7 +648,7 @@ class TwoTriangleCount(_GraphQuery):
         if n < 3:
             return 0.0
         top = n * (n - 1) // 2
-        best = float(two_triangle_local_sensitivity(g))
+        best = float(g.cached("two_triangle_ls", lambda: two_triangle_local_sensitivity(g)))
         # L(m) is constant once m ≥ 2(n − 2)
         kmax = min(top - g.n_edges, max(1, 2 * (n - 2) + 1 - g.n_edges))
         k = np.arange(1, kmax + 1)
