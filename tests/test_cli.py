@@ -301,3 +301,18 @@ def test_release_graph(tmp_path):
     )
     _assert_bad(cli("release-graph", str(tmp_path / "none.edges"), "--epsilon", "1"), "not found")
     assert rows(led) == 2
+
+
+def test_zcdp_release_against_each_budget_type(tmp_path):
+    led = tmp_path / "z.db"
+    base = ["release", GOOG, "--column", "close", "--epsilon", "1", "--bounds", "0", "1000",
+            "--noise", "laplace_log_normal", "--seed", "1", "--ledger", str(led)]  # fmt: skip
+    # A zCDP release cannot enter an (ε, δ) budget without a conversion δ: refused, no ledger.
+    r = cli(*base, "--budget-epsilon", "3", "--budget-delta", "1e-5")
+    _assert_bad(r, "needs a conversion delta", "--zcdp-delta")
+    assert not led.exists()
+    r = cli(*base, "--budget-rho", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["guarantee"] == {"type": "zcdp", "rho": 0.5}  # ½ε²-CDP with ε = 1
+    assert out["remaining"]["exact"] == {"rho": "0.5"}

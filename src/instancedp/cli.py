@@ -102,9 +102,14 @@ def _release_with_session(
     dataset_id: str,
     seed: int | None,
     as_json: bool,
+    zcdp_delta: float | None = None,
 ) -> None:
+    from .ledger import amount_of, charge_amount
     from .session import Session
 
+    if budget is not None:
+        # Refuse a guarantee the budget cannot take before the ledger is created.
+        charge_amount(amount_of(budget).kind, mech.guarantee, zcdp_delta)
     rng = _rng(seed)
     session = Session(
         data,
@@ -113,7 +118,7 @@ def _release_with_session(
         dataset_id=dataset_id,
     )
     with session:
-        release = session.release(mech, rng=rng)
+        release = session.release(mech, rng=rng, convert_delta=zcdp_delta)
         remaining = session.remaining if ledger is not None else None
         total = session.budget if ledger is not None else None
     if not release.secure:
@@ -191,6 +196,10 @@ def release(
     budget_epsilon: Annotated[float | None, typer.Option(help="Total ε (first use).")] = None,
     budget_delta: Annotated[float | None, typer.Option(help="Total δ (first use).")] = None,
     budget_rho: Annotated[float | None, typer.Option(help="Total zCDP ρ (first use).")] = None,
+    zcdp_delta: Annotated[
+        float | None,
+        typer.Option(help="δ at which a zCDP release is charged to an (ε, δ) budget."),
+    ] = None,
     dataset_id: Annotated[str, typer.Option(help="Budget key in the ledger.")] = "default",
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     seed: Annotated[
@@ -227,6 +236,7 @@ def release(
         dataset_id=dataset_id,
         seed=seed,
         as_json=json_out,
+        zcdp_delta=zcdp_delta,
     )
 
 
@@ -248,6 +258,10 @@ def release_graph(
     budget_epsilon: Annotated[float | None, typer.Option(help="Total ε (first use).")] = None,
     budget_delta: Annotated[float | None, typer.Option(help="Total δ (first use).")] = None,
     budget_rho: Annotated[float | None, typer.Option(help="Total zCDP ρ (first use).")] = None,
+    zcdp_delta: Annotated[
+        float | None,
+        typer.Option(help="δ at which a zCDP release is charged to an (ε, δ) budget."),
+    ] = None,
     dataset_id: Annotated[str, typer.Option(help="Budget key in the ledger.")] = "default",
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     seed: Annotated[int | None, typer.Option(help="Seeded simulation (NOT secure).")] = None,
@@ -277,6 +291,7 @@ def release_graph(
         dataset_id=dataset_id,
         seed=seed,
         as_json=json_out,
+        zcdp_delta=zcdp_delta,
     )
 
 

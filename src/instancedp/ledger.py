@@ -204,8 +204,8 @@ def charge_amount(budget_kind: str, guarantee: Guarantee, convert_delta: Any = N
             if convert_delta is None:
                 raise CompositionError(
                     f"a {guarantee.describe()} release needs a conversion delta to be charged to "
-                    "an (epsilon, delta) budget: pass convert_delta (a number in (0, 1)), or use "
-                    "a zCDP budget"
+                    "an (epsilon, delta) budget: pass convert_delta (CLI: --zcdp-delta D, a "
+                    "number in (0, 1)), or use a zCDP budget (--budget-rho)"
                 )
             from . import _validate
 
