@@ -22,6 +22,8 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import integrate
 
 from instancedp.noise import (
@@ -252,3 +254,14 @@ def test_arb_cdf_matches_oracle():
                 ) <= 1e-30 * max(1e-300, abs(float(want))), (noise, z)
     finally:
         ctx.prec = old
+
+
+@given(st.floats(allow_nan=False), st.floats(allow_nan=False))
+def test_float_keys_order_doubles_and_round_trip(a, b):
+    """The search space: integer keys in the order of the doubles, neighbours at ±1."""
+    ka, kb = exact._float_key(a), exact._float_key(b)
+    assert (ka < kb) == (a < b) and (ka == kb) == (a == b)
+    assert exact._key_float(ka) == a
+    if math.isfinite(a):
+        assert exact._key_float(ka + 1) == math.nextafter(a, math.inf)
+        assert exact._key_float(ka - 1) == math.nextafter(a, -math.inf)

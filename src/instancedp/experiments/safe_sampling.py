@@ -204,31 +204,33 @@ LATENCY_FAMILIES: dict[str, NoiseDistribution] = {
 }
 
 
-def _latencies(fn, reps: int) -> np.ndarray:
-    times = np.empty(reps)
+def _latencies(fn, reps: int) -> tuple[np.ndarray, np.ndarray]:
+    """(wall seconds, thread CPU seconds) of each of ``reps`` calls.  On a shared machine
+    the CPU time is the cost of the work itself; the wall time adds preemptions."""
+    wall, cpu = np.empty(reps), np.empty(reps)
     for i in range(reps):
-        t0 = time.perf_counter()
+        c0, t0 = time.thread_time(), time.perf_counter()
         fn()
-        times[i] = time.perf_counter() - t0
-    return times
+        wall[i], cpu[i] = time.perf_counter() - t0, time.thread_time() - c0
+    return wall, cpu
 
 
 def latency_table(
     quick: bool = False, value: float = 42.0, scale: float = 3.0
 ) -> list[dict[str, Any]]:
-    """Seconds per draw: the exact path with the secure OS source (as releases use it)
-    and with a simulation source, against the fast float path
-    (value + scale·noise.sample), one draw per call, all in one run."""
+    """Per-draw cost: the exact path with the secure OS source (as releases use it) and
+    with a simulation source, against the fast float path (value + scale·noise.sample),
+    one draw per call, all in one run; CPU-time medians and p99, wall-time medians."""
     reps = 300 if quick else 3000
     rows = []
     for name, noise in LATENCY_FAMILIES.items():
         gen = simulation(1)
         add_noise(value, scale, noise, size=None)  # warm caches (arb constants, imports)
-        safe = _latencies(lambda n=noise: add_noise(value, scale, n, size=None), reps)
-        safe_sim = _latencies(
+        safe_wall, safe = _latencies(lambda n=noise: add_noise(value, scale, n, size=None), reps)
+        _, safe_sim = _latencies(
             lambda n=noise, g=gen: add_noise(value, scale, n, size=None, rng=g), reps
         )
-        fast = _latencies(lambda n=noise, g=gen: value + scale * n.sample(None, g), reps)
+        fast_wall, fast = _latencies(lambda n=noise, g=gen: value + scale * n.sample(None, g), reps)
         rows.append(
             {
                 "family": name,
@@ -236,8 +238,10 @@ def latency_table(
                 "safe_median_us": float(np.median(safe)) * 1e6,
                 "safe_p99_us": float(np.quantile(safe, 0.99)) * 1e6,
                 "safe_max_us": float(safe.max()) * 1e6,
+                "safe_wall_median_us": float(np.median(safe_wall)) * 1e6,
                 "safe_simulation_median_us": float(np.median(safe_sim)) * 1e6,
                 "fast_median_us": float(np.median(fast)) * 1e6,
+                "fast_wall_median_us": float(np.median(fast_wall)) * 1e6,
                 "ratio": float(np.median(safe) / np.median(fast)),
                 "reps": reps,
                 "cpu_count": os.cpu_count(),
@@ -258,9 +262,9 @@ def _timed_draws(value: float, scale: float, grid: int | None, reps: int, seed: 
     noise, src = Laplace(1.0), simulation(seed)
     times, work = np.empty(reps), np.empty(reps)
     for i in range(reps):
-        w0, t0 = work_count(), time.perf_counter()
+        w0, t0 = work_count(), time.thread_time()
         add_noise(value, scale, noise, size=None, rng=src, grid=grid)
-        times[i], work[i] = time.perf_counter() - t0, work_count() - w0
+        times[i], work[i] = time.thread_time() - t0, work_count() - w0
     return times, work
 
 
