@@ -23,6 +23,34 @@ from ..random import as_generator
 from .base import NoiseDistribution
 
 
+def log_betainc(a: float, b: float, log_y: np.ndarray) -> np.ndarray:
+    """log I_y(a, b), accurate also where I underflows (y < 1e-200).
+
+    For tiny y, I_y(a, b) = y^a(1−y)^b / (a·B(a, b))·(1 + O(y)) (the
+    hypergeometric series of the incomplete beta); the O(y) term is below
+    double precision there.
+    """
+    log_y = np.asarray(log_y, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        direct = np.log(special.betainc(a, b, np.exp(log_y)))
+    asym = a * log_y - math.log(a) - special.betaln(a, b)
+    return np.where(log_y > -460.0, direct, asym)
+
+
+def polish_tail_root(log_u, target, log_tail, log_density_u, steps: int = 3):
+    """Newton steps on log u for log_tail(log u) = target (heavy-tailed laws).
+
+    ``log_density_u(log u)`` is log(u·p(u)) = log(−d tail/d log u): the
+    tail is smooth and almost linear in log u, so a few steps reach rounding.
+    """
+    for _ in range(steps):
+        f = log_tail(log_u) - target
+        slope = -np.exp(log_density_u(log_u) - log_tail(log_u))
+        ok = np.isfinite(f) & np.isfinite(slope) & (slope < 0)
+        log_u = np.where(ok, log_u - np.where(ok, f / np.where(ok, slope, 1.0), 0.0), log_u)
+    return log_u
+
+
 class GeneralizedCauchy(NoiseDistribution):
     """Density c·sin(π/c)/(2π·scale) / (1 + |x/scale|^c), c = ``power`` > 1."""
 
@@ -43,25 +71,47 @@ class GeneralizedCauchy(NoiseDistribution):
     def logpdf(self, x: Any) -> np.ndarray:
         return self._log_norm - math.log(self.scale) - np.logaddexp(0.0, self._log_tc(x))
 
+    def _log_tail2(self, log_t: np.ndarray) -> np.ndarray:
+        """log P(|Z| > scale·t) = log I_{1/(1+t^c)}(1−1/c, 1/c), from log t."""
+        c = self.power
+        return log_betainc(1.0 - 1.0 / c, 1.0 / c, -np.logaddexp(0.0, c * log_t))
+
     def cdf(self, x: Any) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            log_t = np.log(np.abs(x) / self.scale)
+        tail = 0.5 * np.exp(self._log_tail2(log_t))
+        # Near the centre, P(|Z| ≤ t) = I_{t^c/(1+t^c)}(1/c, 1−1/c) keeps absolute precision.
         c = self.power
-        # Tail mass P(Z > |x|) = ½·I_{1/(1+t^c)}(1−1/c, 1/c): accurate far out.
-        y = np.exp(-np.logaddexp(0.0, self._log_tc(x)))
-        tail = 0.5 * special.betainc(1.0 - 1.0 / c, 1.0 / c, y)
+        u = np.exp(c * log_t - np.logaddexp(0.0, c * log_t))
+        centre = 0.5 * special.betainc(1.0 / c, 1.0 - 1.0 / c, u)
+        tail = np.where(u < 0.5, 0.5 - centre, tail)
         return np.where(x < 0, tail, 1.0 - tail)
 
     def ppf(self, q: Any) -> np.ndarray:
         q = np.asarray(q, dtype=np.float64)
         c = self.power
+        a, b = 1.0 - 1.0 / c, 1.0 / c
         p = 2.0 * np.minimum(q, 1.0 - q)  # two-sided tail mass P(|Z| > t)
         with np.errstate(divide="ignore", invalid="ignore"):
-            # Far tails: solve for y = 1/(1+t^c); near the centre for u = t^c/(1+t^c).
-            y = special.betaincinv(1.0 - 1.0 / c, 1.0 / c, p)
-            t_far = np.exp((np.log1p(-y) - np.log(y)) / c)
-            u = special.betaincinv(1.0 / c, 1.0 - 1.0 / c, 1.0 - p)
-            t_near = np.exp((np.log(u) - np.log1p(-u)) / c)
-        t = np.where(p < 0.5, t_far, t_near)
+            # Far tails: y = 1/(1+t^c) (leading term of I_y where betaincinv
+            # underflows); near the centre u = t^c/(1+t^c) keeps precision.
+            log_p = np.log(p)
+            y = special.betaincinv(a, b, p)
+            log_y = np.where(
+                (y > 1e-200) & (y < 1), np.log(y), (log_p + math.log(a) + special.betaln(a, b)) / a
+            )
+            log_t_far = (np.log(-np.expm1(log_y)) - log_y) / c
+            log_t_far = polish_tail_root(
+                log_t_far,
+                log_p,
+                self._log_tail2,
+                lambda lt: math.log(2.0 * self.scale) + lt + self.logpdf(self.scale * np.exp(lt)),
+            )
+            u = special.betaincinv(b, a, 1.0 - p)
+            log_t_near = (np.log(u) - np.log1p(-u)) / c
+        t = np.exp(np.where(p < 0.5, log_t_far, log_t_near))
+        t = np.where(p <= 0, np.inf, t)
         out = self.scale * np.where(q < 0.5, -t, t)
         return np.where((q >= 0) & (q <= 1), out, np.nan)
 

@@ -18,10 +18,10 @@ Each is multiplied by ``scale``.  Closed forms used here:
 * Arsinh-normal: Y = arsinh(σZ)/σ is standard normal, so everything is exact.
 * LLN has no closed form: P(|Z| > a) = E[exp(−a e^{−σY})] =: L(a) (the Laplace
   transform of a log-normal) and p(z) = ½e^{σ²/2}·L(|z|e^{σ²}) (shift the
-  normal by σ).  L is computed by the trapezoid rule on a grid centred at the
-  integrand's mode y* = W(σ²a)/σ (W = Lambert W) with width 1/√(1+W): the
-  integrand is analytic and decays fast on both sides, so the rule converges
-  geometrically; it is checked against adaptive quadrature in the tests.
+  normal by σ).  L is computed by the trapezoid rule on a range around the
+  integrand's mode y* = W(σ²a)/σ (W = Lambert W), see
+  :func:`lognormal_laplace_transform_log`; it is checked against adaptive
+  quadrature in the tests.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ from ..random import as_generator
 from .base import NoiseDistribution
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-_GRID = np.linspace(-1.0, 1.0, 321)
-_GRID_HALF_WIDTH = 14.0
 
 
 def _w_of_exp(log_x: np.ndarray) -> np.ndarray:
@@ -48,7 +46,7 @@ def _w_of_exp(log_x: np.ndarray) -> np.ndarray:
     right of the root (ℓ₀ = L for L ≤ 1, ℓ₀ = log L otherwise) converges
     monotonically.
     """
-    L = np.maximum(np.asarray(log_x, dtype=np.float64), -745.0)
+    L = np.clip(np.asarray(log_x, dtype=np.float64), -745.0, 1e300)
     ell = np.where(L <= 1.0, L, np.log(np.maximum(L, 1.0)))
     for _ in range(60):
         step = (np.exp(ell) + ell - L) / (np.exp(ell) + 1.0)
@@ -59,7 +57,17 @@ def _w_of_exp(log_x: np.ndarray) -> np.ndarray:
 
 
 def lognormal_laplace_transform_log(a: Any, sigma: float) -> np.ndarray:
-    """log E[exp(−a·e^{−σY})], Y ~ N(0, 1), for a ≥ 0 (vectorised)."""
+    """log E[exp(−a·e^{−σY})], Y ~ N(0, 1), for a ≥ 0 (vectorised).
+
+    The log-integrand h(y) = log φ(y) − a·e^{−σy} has its mode at y* = W/σ,
+    W = W(σ²a), with h″(y*) = −(1+W).  Using e^x − 1 − x ≥ x²/2, h drops by
+    at least 40 within d_L = √(80/(1+W)) to the left of y*, and within
+    d_R = min(√80, 1/σ + 40σ/W) to the right; the trapezoid rule on that range
+    converges geometrically (the integrand is analytic).  ``max(101, 55σ)``
+    points keep the relative error ≤ 1e-12 for σ ≤ 5 (measured against 4001
+    points over a ∈ [1e-300, 1e300]); the tests recheck against adaptive
+    quadrature.
+    """
     a = np.asarray(a, dtype=np.float64)
     shape = a.shape
     a = a.reshape(-1)
@@ -67,11 +75,15 @@ def lognormal_laplace_transform_log(a: Any, sigma: float) -> np.ndarray:
         log_a = np.log(a)
     w = _w_of_exp(2.0 * math.log(sigma) + log_a)
     mode = w / sigma
-    half = _GRID_HALF_WIDTH / np.sqrt(1.0 + w)
-    y = mode[:, None] + half[:, None] * _GRID[None, :]
+    d_left = np.sqrt(80.0 / (1.0 + w))
+    with np.errstate(divide="ignore"):
+        d_right = np.minimum(math.sqrt(80.0), 1.0 / sigma + 40.0 * sigma / w)
+    n = max(101, math.ceil(55.0 * sigma) + 1)
+    grid = np.linspace(0.0, 1.0, n)
+    y = (mode - d_left)[:, None] + (d_left + d_right)[:, None] * grid[None, :]
     with np.errstate(over="ignore"):
         log_f = -0.5 * y * y - _LOG_SQRT_2PI - np.exp(log_a[:, None] - sigma * y)
-    dy = half * (_GRID[1] - _GRID[0])
+    dy = (d_left + d_right) * grid[1]
     # Trapezoid rule in log space (end weights ½; the ends are negligible anyway).
     log_f[:, 0] -= math.log(2.0)
     log_f[:, -1] -= math.log(2.0)
@@ -79,25 +91,53 @@ def lognormal_laplace_transform_log(a: Any, sigma: float) -> np.ndarray:
     return np.minimum(out, 0.0).reshape(shape)
 
 
-def _ppf_from_log_tail(log_tail_abs, q: Any, scale: float) -> np.ndarray:
-    """Invert a symmetric law given log P(|Z| > a): bisection on log a."""
+_PPF_GRID = np.linspace(-60.0, 800.0, 1721)  # log a, step 0.5
+
+
+def _ppf_from_log_tail(log_tail_abs, log_density_abs, q: Any, scale: float) -> np.ndarray:
+    """Invert a symmetric law from F(ℓ) = log P(|Z| > e^ℓ) (unit scale).
+
+    A table of F on a grid of ℓ brackets each root; safeguarded Newton steps
+    (F′(ℓ) = −e^ℓ·f_{|Z|}(e^ℓ)/P(|Z| > e^ℓ), ``log_density_abs`` = log f_{|Z|})
+    then converge to rounding, falling back to bisection inside the bracket.
+    """
     q = np.asarray(q, dtype=np.float64)
-    p = np.minimum(q, 1.0 - q)
-    with np.errstate(divide="ignore"):
-        target = np.log(2.0 * p)  # log P(|Z| > a) at the answer
-    flat = target.reshape(-1)
-    lo = np.full(flat.shape, -800.0)
-    hi = np.full(flat.shape, 800.0)
-    for _ in range(110):
-        mid = 0.5 * (lo + hi)
-        too_small = log_tail_abs(np.exp(mid)) > flat  # tail still too heavy: a bigger
-        lo = np.where(too_small, mid, lo)
-        hi = np.where(too_small, hi, mid)
-    a = np.exp(0.5 * (lo + hi)).reshape(target.shape)
+    valid = (q >= 0) & (q <= 1)
+    p = np.where(valid, np.minimum(q, 1.0 - q), 0.25)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        target = np.log(2.0 * p).reshape(-1)  # F at the answer
+        table = log_tail_abs(np.exp(_PPF_GRID))
+        idx = np.searchsorted(-table, -target)  # table[idx−1] > target ≥ table[idx]
+        lo = np.where(idx > 0, _PPF_GRID[np.maximum(idx - 1, 0)], -800.0)
+        hi = np.where(idx < _PPF_GRID.size, _PPF_GRID[np.minimum(idx, _PPF_GRID.size - 1)], 1e3)
+        # Start from the linear interpolation of the table inside the bracket.
+        t_lo = np.where(idx > 0, table[np.maximum(idx - 1, 0)], 0.0)
+        t_hi = np.where(idx < _PPF_GRID.size, table[np.minimum(idx, _PPF_GRID.size - 1)], -np.inf)
+        frac = np.where(np.isfinite(t_hi) & (t_lo > t_hi), (t_lo - target) / (t_lo - t_hi), 0.5)
+        ell = lo + np.clip(frac, 0.01, 0.99) * (hi - lo)
+        active = np.arange(ell.size)
+        for _ in range(80):
+            if active.size == 0:
+                break
+            e, lo_a, hi_a = ell[active], lo[active], hi[active]
+            a = np.exp(e)
+            f_tail = log_tail_abs(a)
+            f = f_tail - target[active]
+            lo_a = np.where(f > 0, e, lo_a)  # tail too heavy: the root is to the right
+            hi_a = np.where(f > 0, hi_a, e)
+            slope = -np.exp(e + log_density_abs(a) - f_tail)
+            new = e - f / slope
+            bad = ~np.isfinite(new) | (new <= lo_a) | (new >= hi_a)
+            new = np.where(bad, 0.5 * (lo_a + hi_a), new)
+            tol = 1e-14 * np.maximum(1.0, np.abs(new))
+            done = (np.abs(new - e) <= tol) | (hi_a - lo_a <= tol)
+            ell[active], lo[active], hi[active] = new, lo_a, hi_a
+            active = active[~done]
+        a = np.exp(ell).reshape(q.shape)
     a = np.where(p >= 0.5, 0.0, a)
     a = np.where(p <= 0.0, np.inf, a)
     out = scale * np.where(q < 0.5, -a, a)
-    return np.where((q >= 0) & (q <= 1), out, np.nan)
+    return np.where(valid, out, np.nan)
 
 
 class _SymmetricFromTail(NoiseDistribution):
@@ -114,7 +154,10 @@ class _SymmetricFromTail(NoiseDistribution):
         return np.where(x < 0, half_tail, 1.0 - half_tail)
 
     def ppf(self, q: Any) -> np.ndarray:
-        return _ppf_from_log_tail(self._log_tail_abs, q, self.scale)
+        def log_density_abs(a: np.ndarray) -> np.ndarray:  # density of |Z/scale| at a
+            return math.log(2.0 * self.scale) + self.logpdf(self.scale * a)
+
+        return _ppf_from_log_tail(self._log_tail_abs, log_density_abs, q, self.scale)
 
     def parameters(self) -> dict[str, float]:
         return {"sigma": self.sigma, "scale": self.scale}
@@ -172,9 +215,10 @@ class UniformLogNormal(_SymmetricFromTail):
             w = np.log(a) / s
         # log[Φ̄(w) − e^{σw + σ²/2}Φ̄(w+σ)] = log Φ̄(w) + log1p(−ratio), ratio ∈ [0, 1).
         log_sf_w = special.log_ndtr(-w)
-        ratio = np.exp(s * w + 0.5 * s * s + special.log_ndtr(-(w + s)) - log_sf_w)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            ratio = np.exp(s * w + 0.5 * s * s + special.log_ndtr(-(w + s)) - log_sf_w)
             out = log_sf_w + np.log1p(-np.minimum(ratio, 1.0))
+        out = np.where(np.isinf(a), -np.inf, out)
         return np.where(a <= 0, 0.0, out)
 
     def logpdf(self, x: Any) -> np.ndarray:

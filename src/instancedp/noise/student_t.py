@@ -16,6 +16,7 @@ from scipy import special
 from .. import _validate
 from ..random import as_generator
 from .base import NoiseDistribution
+from .cauchy import log_betainc, polish_tail_root
 
 
 class StudentT(NoiseDistribution):
@@ -36,17 +37,48 @@ class StudentT(NoiseDistribution):
         d = self.df
         return self._log_norm - math.log(self.scale) - (d + 1) / 2 * np.log1p(t * t / d)
 
-    def cdf(self, x: Any) -> np.ndarray:
-        t = np.asarray(x, dtype=np.float64) / self.scale
+    def _log_tail2(self, log_t: np.ndarray) -> np.ndarray:
+        """log P(|T| > t) = log I_{d/(d+t²)}(d/2, ½), from log t (accurate far out)."""
         d = self.df
-        # P(T > |t|) = ½·I_{d/(d+t²)}(d/2, ½), accurate in the far tail.
-        with np.errstate(over="ignore"):
-            tail = 0.5 * special.betainc(d / 2, 0.5, d / (d + t * t))
-        return np.where(t < 0, tail, 1.0 - tail)
+        return log_betainc(d / 2, 0.5, math.log(d) - np.logaddexp(math.log(d), 2.0 * log_t))
+
+    def cdf(self, x: Any) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            log_t = np.log(np.abs(x) / self.scale)
+        tail = 0.5 * np.exp(self._log_tail2(log_t))
+        # Near the centre, P(|T| ≤ t) = I_{t²/(d+t²)}(½, d/2) keeps absolute precision.
+        d = self.df
+        u = np.exp(2.0 * log_t - np.logaddexp(math.log(d), 2.0 * log_t))
+        centre = 0.5 * special.betainc(0.5, d / 2, u)
+        tail = np.where(u < 0.5, 0.5 - centre, tail)
+        return np.where(x < 0, tail, 1.0 - tail)
 
     def ppf(self, q: Any) -> np.ndarray:
         q = np.asarray(q, dtype=np.float64)
-        return self.scale * special.stdtrit(self.df, q)
+        d = self.df
+        a, b = d / 2, 0.5
+        p = 2.0 * np.minimum(q, 1.0 - q)  # P(|T| > t)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # Far tails: y = d/(d+t²); near the centre u = t²/(d+t²) keeps precision.
+            log_p = np.log(p)
+            y = special.betaincinv(a, b, p)
+            log_y = np.where(
+                (y > 1e-200) & (y < 1), np.log(y), (log_p + math.log(a) + special.betaln(a, b)) / a
+            )
+            log_t_far = 0.5 * (math.log(d) + np.log(-np.expm1(log_y)) - log_y)
+            log_t_far = polish_tail_root(
+                log_t_far,
+                log_p,
+                self._log_tail2,
+                lambda lt: math.log(2.0 * self.scale) + lt + self.logpdf(self.scale * np.exp(lt)),
+            )
+            u = special.betaincinv(b, a, 1.0 - p)
+            log_t_near = 0.5 * (math.log(d) + np.log(u) - np.log1p(-u))
+        t = np.exp(np.where(p < 0.5, log_t_far, log_t_near))
+        t = np.where(p <= 0, np.inf, t)
+        out = self.scale * np.where(q < 0.5, -t, t)
+        return np.where((q >= 0) & (q <= 1), out, np.nan)
 
     def sample(self, size: Any = None, rng: Any = None) -> np.ndarray | float:
         out = self.scale * as_generator(rng).standard_t(self.df, size)
