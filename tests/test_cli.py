@@ -241,6 +241,11 @@ def test_release_mechanisms(extra):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["refused"] or isinstance(out["value"], float)
+    if extra[1] == "mean":
+        # n is public under substitution: Laplace scale (1000 − 0)/n, not 1000.
+        # P(|Lap(b)| > 10b) = e^-10 ≈ 4.5e-5 (and the seed is fixed).
+        x = np.loadtxt(GOOG, delimiter=",", skiprows=1, usecols=4)
+        assert abs(out["value"] - x.mean()) < 10 * 1000 / x.size
 
 
 def test_ledger_init_and_show(tmp_path):

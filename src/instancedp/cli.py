@@ -209,12 +209,9 @@ def release(
 ) -> None:
     """Release one private statistic of a column, charged to a budget ledger."""
     from . import io
-    from .session import build_mechanism, check_input
+    from .session import USES_PUBLIC_N, build_mechanism, check_input
 
-    mech = build_mechanism(
-        statistic,
-        epsilon,
-        delta,
+    recipe = dict(
         mechanism=mechanism,
         bounds=bounds,
         quantile=quantile,
@@ -223,11 +220,15 @@ def release(
         gamma=gamma,
         ptr_bound=ptr_bound,
     )
+    mech = build_mechanism(statistic, epsilon, delta, **recipe)
     budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
     if file is None and sql is None:
         raise CLIError('no data: pass a FILE or --sql "SELECT ..."')
     data = io.read_column(file, column, sql=sql, drop_missing=drop_missing)
     check_input(statistic.lower(), data)
+    if statistic.lower() in USES_PUBLIC_N:
+        # Substitution neighbours: n is public, and it tightens the sensitivity.
+        mech = build_mechanism(statistic, epsilon, delta, n=int(data.size), **recipe)
     _release_with_session(
         mech,
         data,

@@ -210,6 +210,8 @@ MECHANISMS: tuple[str, ...] = (
     "ksw",
     "naive",
 )
+#: statistics whose global sensitivity improves with the public n (substitution)
+USES_PUBLIC_N = ("mean", "trimmed-mean")
 _NEEDS_BOUNDS = {"median", "quantile", "mean", "trimmed-mean", "sum", "min", "max"}
 _DEFAULT_MECHANISM = {
     "median": "smooth",
@@ -239,8 +241,14 @@ def build_query(
     quantile: float | None = None,
     trim: float | None = None,
     k: int | None = None,
+    n: int | None = None,
 ) -> Any:
-    """The query object for a statistic name (validated: bounds, q, trim, k)."""
+    """The query object for a statistic name (validated: bounds, q, trim, k).
+
+    ``n`` is the public dataset size for the mean and trimmed mean under
+    substitution neighbours (where n is public): their global sensitivity is
+    then (upper − lower)/n-ish instead of the n = 1 worst case.
+    """
     from . import _validate
     from . import queries as Q
 
@@ -260,11 +268,12 @@ def build_query(
         if quantile is None:
             raise ValueError("statistic 'quantile' needs --quantile Q with Q in (0, 1)")
         return Q.Quantile(_validate.in_open_interval(quantile, "quantile", 0, 1), lo, hi)
+    if trim is not None and statistic != "trimmed-mean":
+        raise ValueError(f"--trim applies to statistic 'trimmed-mean' only, not {statistic!r}")
     if statistic == "mean":
-        return Q.Mean(lo, hi)
+        return Q.Mean(lo, hi, n=n)
     if statistic == "trimmed-mean":
-        t = 0.1 if trim is None else _validate.in_open_interval(trim, "trim", 0, 0.5)
-        return Q.TrimmedMean(t, lo, hi)
+        return Q.TrimmedMean(0.1 if trim is None else trim, lo, hi, n=n)
     if statistic == "count":
         return Q.Count()
     if statistic == "sum":
@@ -306,6 +315,7 @@ def build_mechanism(
     gamma: float | None = None,
     ptr_bound: float | None = None,
     calibration: str = "analytic",
+    n: int | None = None,
 ) -> Any:
     """A validated mechanism from names, as the CLI's ``release`` builds it.
 
@@ -313,7 +323,8 @@ def build_mechanism(
     its range) so that nothing touches the ledger on bad input.  Mechanisms
     with two stages split ε in half (PTR: ε/2 for the test, ε/2 for the
     noise, inside the mechanism; bounded-ls: ε/2 for the bound, ε/2 for the
-    release).
+    release).  ``n``: the public dataset size (substitution; see
+    :func:`build_query`) — the CLI passes the size of the data it read.
     """
     from . import _validate
     from . import mechanisms as M
@@ -345,7 +356,7 @@ def build_mechanism(
     if name in ("ksw", "naive"):
         raise ValueError(f"mechanism {name!r} applies to statistic 'ratio' only")
 
-    query = build_query(statistic, bounds=bounds, quantile=quantile, trim=trim, k=k)
+    query = build_query(statistic, bounds=bounds, quantile=quantile, trim=trim, k=k, n=n)
     if name == "smooth":
         family = (noise or "polyplace").lower().replace("-", "_")
         return M.SmoothSensitivityMechanism(query, eps, gamma=gamma, noise=family, delta=d)

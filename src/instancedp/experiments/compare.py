@@ -159,7 +159,7 @@ def compare(
     """
     from .. import _validate
     from ..io import read_column
-    from ..session import build_mechanism
+    from ..session import USES_PUBLIC_N, build_mechanism
 
     statistic = str(statistic).lower().replace("_", "-")
     if statistic not in _CANDIDATES:
@@ -216,6 +216,7 @@ def compare(
                     quantile=quantile,
                     noise=family,
                     ptr_bound=ptr_bound if mname == "ptr" else None,
+                    n=int(x.size) if statistic in USES_PUBLIC_N else None,
                 )
             except (ValueError, ImportError, AttributeError) as exc:
                 rows.append(_row(label_m, eps, None, trials, None, skipped=str(exc)))
