@@ -130,6 +130,9 @@ def test_budget_recorded_once_per_dataset_id(tmp_path):
         Session([1.0], PureDP(3.0), ledger=path, dataset_id="a")
     with pytest.raises(LedgerError, match="no budget"):
         Session([1.0], None, ledger=path, dataset_id="b")
+    with pytest.raises(LedgerError, match="does not exist"):
+        Session([1.0], None, ledger=tmp_path / "missing.db")
+    assert not (tmp_path / "missing.db").exists()
     b = Session([1.0], ApproxDP(1.0, 1e-6), ledger=path, dataset_id="b")
     assert b.budget.kind == "approx"
     assert Session([1.0], ledger=path, dataset_id="a").budget.epsilon == Decimal("1.0")

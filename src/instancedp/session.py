@@ -73,7 +73,11 @@ class Session:
         self._data = data
         self.dataset_id = "default" if dataset_id is None else dataset_id
         self.drop_missing = bool(drop_missing)
-        self.ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger or ":memory:")
+        if isinstance(ledger, Ledger):
+            self.ledger = ledger
+        else:
+            # Without a budget there is nothing to create: a missing ledger is an error.
+            self.ledger = Ledger(ledger or ":memory:", create=budget is not None)
         self._budget = self.ledger.ensure_budget(self.dataset_id, budget)
         self._cache: dict[Any, Any] = {}
 
