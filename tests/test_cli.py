@@ -269,6 +269,8 @@ def test_ledger_init_and_show(tmp_path):
 
 
 def test_help_and_entry_point():
+    r = cli()  # bare command: the help, exit 0
+    assert r.returncode == 0 and "Usage" in r.stdout and not r.stderr.strip()
     r = cli("--help")
     assert r.returncode == 0
     for cmd in ("release", "release-graph", "compare", "audit", "noise-table", "reproduce",

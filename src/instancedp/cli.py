@@ -757,6 +757,9 @@ def main(argv: list[str] | None = None) -> None:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as exc:  # click usage errors and the like, or a bug
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `instancedp`: show the help
+            print(exc.format_message())  # type: ignore[attr-defined]
+            sys.exit(0)
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             code = int(getattr(exc, "exit_code", 2))
             hint = _usage_hint(exc)
