@@ -241,7 +241,7 @@ def _arsinh_sigma_min(eps: float, gamma: float) -> float:
     # γ/σ² + 1/σ + 2 − ε²/γ = 0 is a quadratic in 1/σ: take its positive root.
     c = 2.0 - eps * eps / gamma
     inv = (-1.0 + math.sqrt(1.0 - 4.0 * gamma * c)) / (2.0 * gamma)
-    return 1.0 / inv
+    return 1.0 / inv if inv > 0 else math.inf
 
 
 def _minimise(f: Callable[[float], float], lo: float, hi: float, closed_lo: bool = False) -> float:
