@@ -148,3 +148,13 @@ def test_bad_data():
     with pytest.raises(ValueError, match="beta"):
         AR.smooth_sensitivity([1.0], -1)
     assert Mean(0, 1, drop_missing=True).value([0.5, float("nan"), 1.0]) == 0.75
+
+
+def test_substitution_smooth_sensitivity_is_beta_smooth():
+    from instancedp.queries import is_beta_smooth_upper_bound
+
+    data = list(brute.datasets(DOMAIN, 2)) + list(brute.datasets(DOMAIN, 4))
+    for q in (SUB[0.0], SUB[0.2]):
+        assert is_beta_smooth_upper_bound(
+            lambda x, q=q: q.smooth_sensitivity(x, 0.3), q.value, 0.3, data, "substitution", DOMAIN
+        )
