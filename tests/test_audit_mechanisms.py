@@ -398,7 +398,7 @@ def test_classic_gaussian_at_eps_3_is_not_broken():
     # The issue lists "Gaussian's classic formula at ε = 3" as broken; the exact
     # profile says otherwise.  Balle–Wang's closed form (Thm. 8) gives
     # δ(3)/δ ≤ 0.91 for every δ in [1e−12, 0.99] at σ = √(2 ln(1.25/δ))/3, so
-    # (3, δ)-DP holds; it first fails near ε ≈ 3.9 (δ ≈ 0.85).  Both the closed
+    # (3, δ)-DP holds; it first fails near ε ≈ 3.8 (δ ≈ 0.86).  Both the closed
     # form and the exact check agree.
     for delta in (1e-12, 1e-5, 1e-2, 0.5, 0.99):
         sigma = math.sqrt(2 * math.log(1.25 / delta)) / 3

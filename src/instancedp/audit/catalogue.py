@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -104,6 +104,7 @@ def audit_case(
         out["exact"] = {
             **chk.as_dict(),
             "worst_pair": _jsonable(worst),
+            "worst_pair_index": chk.worst_pair,
             "seconds": time.perf_counter() - t1,
         }
         flagged |= chk.passed is False
@@ -310,6 +311,15 @@ def _laplace(eps: float, delta: float | None) -> AuditCase:
     return mechanism_case("laplace", _DESCR["laplace"], mech, _median_pairs())
 
 
+def _laplace_sum(eps: float, delta: float | None) -> AuditCase:
+    from ..mechanisms import LaplaceMechanism
+    from ..queries import Sum
+
+    mech = LaplaceMechanism(Sum(-1.0, 1.0), eps)
+    pairs = neighbour_pairs_from_brute((-1.0, 0.0, 1.0), 2, "add_remove")
+    return mechanism_case("laplace-sum", _DESCR["laplace-sum"], mech, pairs)
+
+
 def _gaussian(calibration: str):
     def build(eps: float, delta: float | None) -> AuditCase:
         from ..mechanisms import GaussianMechanism
@@ -462,6 +472,7 @@ def _ratio(method: str):
 
 _DESCR: dict[str, str] = {
     "laplace": "Laplace mechanism, median on [0, 8] with global sensitivity (pure ε-DP)",
+    "laplace-sum": "Laplace mechanism, sum on [−1, 1] under add/remove (pure ε-DP)",
     "gaussian-analytic": "Gaussian, Balle–Wang analytic σ, median on [0, 8] ((ε, δ)-DP)",
     "gaussian-classic": "Gaussian, classic σ = √(2 ln(1.25/δ))·Δ/ε, needs ε < 1 ((ε, δ)-DP)",
     "gaussian-canard-olivier": "Gaussian, Canard–Olivier Prop. 11 σ ((ε, δ)-DP)",
@@ -486,6 +497,7 @@ _DESCR: dict[str, str] = {
 
 _BUILDERS: dict[str, Callable[[float, float | None], AuditCase]] = {
     "laplace": _laplace,
+    "laplace-sum": _laplace_sum,
     "gaussian-analytic": _gaussian("analytic"),
     "gaussian-classic": _gaussian("classic"),
     "gaussian-canard-olivier": _gaussian("canard_olivier"),
@@ -569,10 +581,16 @@ def _row(res: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def samples_to_flag(
-    case: AuditCase, seed: int = 0, ladder: Sequence[int] = SAMPLE_LADDER
+    case: AuditCase,
+    pair: tuple[Any, Any] | None = None,
+    seed: int = 0,
+    ladder: Sequence[int] = SAMPLE_LADDER,
 ) -> tuple[int | None, float]:
-    """Smallest sample count on ``ladder`` at which the empirical audit flags
-    ``case`` (None if none does), and the time that run took."""
+    """Smallest sample count on ``ladder`` at which the empirical audit of
+    ``pair`` (default: the case's designated or first pair) flags ``case``
+    (None if none does), and the time that run took."""
+    if pair is not None:
+        case = replace(case, empirical_pair=pair)
     for m in ladder:
         res = audit_case(case, samples=m, seed=seed, exact=False)
         if res["empirical"]["violated"]:
@@ -599,9 +617,14 @@ def audit_table(
         eps = min(epsilon, 0.9) if name == "gaussian-classic" else epsilon
         rows.append(_row(audit_case(build_case(name, eps), samples, seed), "shipped"))
     for case in broken:
-        row = _row(audit_case(case, samples, seed), "broken")
+        res = audit_case(case, samples, seed)
+        row = _row(res, "broken")
         if not quick and row["empirical_violated"]:
             ladder = [m for m in SAMPLE_LADDER if m <= samples]
-            row["samples_to_flag"], row["seconds_to_flag"] = samples_to_flag(case, seed, ladder)
+            i = (res["exact"] or {}).get("worst_pair_index")
+            pair = case.empirical_pair or (case.pairs[i] if i is not None else None)
+            row["samples_to_flag"], row["seconds_to_flag"] = samples_to_flag(
+                case, pair, seed, ladder
+            )
         rows.append(row)
     return rows

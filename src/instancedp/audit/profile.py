@@ -710,16 +710,24 @@ class MechanismCheck:
         }
 
 
+_PROBE = (
+    np.concatenate([-np.geomspace(1e-3, 1e6, 19)[::-1], [0.0], np.geomspace(1e-3, 1e6, 19)])
+    + 0.123456789
+)
+
+
 def _fingerprint(law: Any) -> Any:
-    """A hashable summary so identical laws are checked once."""
+    """A hashable summary (log-density and CDF at 39 fixed points, kinks,
+    atoms) so that identical laws are checked once."""
     if isinstance(law, Mapping):
         return ("d", tuple(sorted((repr(k), round(float(v), 15)) for k, v in law.items())))
-    probe = np.array([-1e3, -10.0, -3.0, -1.0, -0.3, 0.0, 0.2, 0.7, 1.5, 4.0, 12.0, 1e3])
     lp = law.logpdf if law.logpdf is not None else (lambda y: np.log(law.pdf(y)))
     with np.errstate(all="ignore"):
-        v = np.asarray(lp(probe), dtype=float)
+        v = np.asarray(lp(_PROBE), dtype=float)
+        c = np.asarray(law.cdf(_PROBE), dtype=float)
     atoms = tuple(sorted((repr(k), round(float(p), 15)) for k, p in law.atoms.items()))
-    return ("c", tuple(np.round(v, 12).tolist()), tuple(np.round(law.kinks, 12)), atoms)
+    kinks = tuple(np.round(law.kinks, 12).tolist())
+    return ("c", tuple(np.round(v, 12).tolist()), tuple(np.round(c, 14).tolist()), kinks, atoms)
 
 
 def _law_of(mechanism: Any, data: Any) -> Any:
@@ -745,7 +753,6 @@ def check_distributions(
 ) -> MechanismCheck:
     """Check pairs of output laws (``OutputDistribution`` or discrete dicts
     outcome → probability) against a guarantee; worst case over the pairs."""
-    worst, worst_err, worst_i = -math.inf, 0.0, None
     seen: dict[Any, tuple[float, float]] = {}
     if isinstance(guarantee, PureDP):
         claimed = guarantee.epsilon
@@ -755,7 +762,8 @@ def check_distributions(
         claimed = guarantee.rho
     else:
         raise TypeError(f"guarantee must be PureDP, ApproxDP or ZCDP, got {guarantee!r}")
-    for i, (a, b) in enumerate(laws):
+    measures: list[tuple[float, float]] = []
+    for a, b in laws:
         key = (_fingerprint(a), _fingerprint(b))
         rkey = (key[1], key[0])
         if key in seen or rkey in seen:
@@ -763,17 +771,19 @@ def check_distributions(
         else:
             m, e = _measure(a, b, guarantee, orders)
             seen[key] = (m, e)
-        if m - e > worst - worst_err or worst_i is None:
-            worst, worst_err, worst_i = m, e, i
-    if worst_i is None:
+        measures.append((m, e))
+    if not measures:
         raise ValueError("neighbour_pairs is empty: pass at least one pair")
     tol = tolerance * max(1.0, claimed) if not isinstance(guarantee, ApproxDP) else tolerance * 1e-3
-    if worst + worst_err <= claimed + tol:
-        passed: bool | None = True
-    elif worst - worst_err > claimed + tol:
-        passed = False
+    upper = [m + e for m, e in measures]
+    lower = [m - e for m, e in measures]
+    if max(lower) > claimed + tol:
+        passed: bool | None = False
+        worst_i = int(np.argmax(lower))
     else:
-        passed = None
+        worst_i = int(np.argmax(upper))
+        passed = True if upper[worst_i] <= claimed + tol else None
+    worst, worst_err = measures[worst_i]
     return MechanismCheck(
         passed, guarantee, worst, worst_err, claimed, worst_i, len(laws), {"distinct": len(seen)}
     )
