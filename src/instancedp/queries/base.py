@@ -100,7 +100,8 @@ class Query(ABC):
         once e^{−kβ}·GS ≤ best, no larger k can win.  Subclasses override with
         exact fast algorithms."""
         beta = _validate.nonnegative(beta, "beta")
-        data = self.prepare(data)
+        if type(self)._prepare is not Query._prepare:
+            data = self.prepare(data)  # normalise once for the many A^(k) calls
         gs = self.global_sensitivity
         best = self.local_sensitivity(data, 0)
         k = 1
