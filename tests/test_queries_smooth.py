@@ -106,3 +106,24 @@ def test_brute_bad_input():
         list(brute.datasets(DOMAIN, 8))
     with pytest.raises(ValueError, match="n_vertices"):
         list(brute.graphs(7))
+
+
+def test_generic_scan_in_the_base_class():
+    from instancedp.queries import Query
+
+    class Capped(Query):
+        neighbours = "substitution"
+
+        @property
+        def global_sensitivity(self):
+            return 1.0
+
+        def value(self, data):
+            return float(sum(data))
+
+        def local_sensitivity(self, data, distance=0):
+            return min(1.0, 0.1 * (len(data) + distance))  # plain data, no prepare
+
+    expect = max(math.exp(-0.5 * k) * min(1.0, 0.1 * (2 + k)) for k in range(40))
+    assert Capped().smooth_sensitivity([1, 2], 0.5) == pytest.approx(expect)
+    assert len(Median(0, 1).prepare([0.3, 0.1, 0.2])) == 3
