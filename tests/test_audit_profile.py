@@ -353,3 +353,15 @@ def test_validation():
         check_mechanism(_FakeLaplace(1.0, 1.0), [])
     with pytest.raises(TypeError, match="output_distribution"):
         check_mechanism(object(), PAIRS, guarantee=PureDP(1.0))
+
+
+def test_law_with_no_continuous_part():
+    # x always refuses; x′ refuses half the time.  δ(ε) = max((1 − e^ε/2)₊, 1/2):
+    # backwards, the continuous half of x′ has no counterpart under x.
+    a = OutputDistribution.additive(0.0, 1.0, _Lap(), atoms={None: 1.0})
+    b = OutputDistribution.additive(0.0, 1.0, _Lap(), atoms={None: 0.5})
+    for eps in (0.0, 0.5, 2.0):
+        p = privacy_profile(a, b, eps)
+        expect = max(max(0.0, 1 - math.exp(eps) * 0.5), 0.5)
+        assert abs(p.delta - expect) <= p.error_bound + 1e-14
+    assert max_privacy_loss(a, b).epsilon == math.inf

@@ -252,6 +252,9 @@ class _Range:
 
 
 def _find_range(laws: Sequence[_Law], tail_tolerance: float) -> _Range:
+    # A law with no continuous mass has no tails to bound.
+    all_laws = list(laws)
+    laws = [law for law in all_laws if law.mass > 0] or all_laws
     kinks = sorted({k for law in laws for k in law.kinks})
     have_cdf = all(law.cdf is not None and law.mass > 0 for law in laws)
     if kinks:
@@ -290,7 +293,10 @@ def _find_range(laws: Sequence[_Law], tail_tolerance: float) -> _Range:
         ok_r = np.flatnonzero(ut <= tail_tolerance)
         left = float(lefts[ok_l[0]] if ok_l.size else lefts[-1])
         right = float(rights[ok_r[0]] if ok_r.size else rights[-1])
-        tails = tuple(law.lower_tail(left) + law.upper_tail(right) for law in laws)
+        tails = tuple(
+            law.lower_tail(left) + law.upper_tail(right) if law.mass > 0 else 0.0
+            for law in all_laws
+        )
         return _Range(centre, h, left, right, (tails[0], tails[1]), True)
     # No CDFs: widen until h·density is negligible at the ends (a heuristic).
     for side in (-1, 1):
