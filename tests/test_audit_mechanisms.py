@@ -463,3 +463,15 @@ def test_atoms_sampler_frequencies():
     s = atoms_sampler({None: 0.2, "a": 0.5, 3: 0.3})(20000, np.random.default_rng(0))
     counts = [sum(v is None for v in s), sum(v == "a" for v in s), sum(v == 3 for v in s)]
     assert stats.chisquare(counts, [4000, 10000, 6000]).pvalue > 1e-4
+
+
+def test_samples_to_flag_ladder():
+    from instancedp.audit.catalogue import samples_to_flag
+
+    case = half_scale_laplace()
+    worst = ((0.0, 0.0, 8.0), (0.0, 8.0, 8.0))  # medians 0 and 8: two noise scales
+    m, secs = samples_to_flag(case, worst, seed=0, ladder=(100, 1_000, 10_000))
+    assert m in (1_000, 10_000) and secs > 0
+    # A correct mechanism is never flagged on the ladder.
+    ok = build_case("laplace", EPS)
+    assert samples_to_flag(ok, worst, seed=0, ladder=(1_000, 10_000))[0] is None
