@@ -153,7 +153,14 @@ def _arsinh_dilation_cost(gamma: float, sigma: float) -> float:
 
 
 def _unit_scale(family: str, eps: float, gamma: float, delta: float | None, k: float) -> float:
-    """Scale of the unit-SS noise at shape k (inf when not admissible)."""
+    """Scale of the unit-SS noise at shape k (inf when not admissible or not representable)."""
+    try:
+        return _unit_scale_raw(family, eps, gamma, delta, k)
+    except OverflowError:
+        return math.inf
+
+
+def _unit_scale_raw(family: str, eps: float, gamma: float, delta: float | None, k: float) -> float:
     if family == "polyplace":
         return 1.0 / gamma if gamma < eps else math.inf
     if family == "student_t":
@@ -213,7 +220,9 @@ def _log_std(family: str, eps: float, gamma: float, delta: float | None, k: floa
     if family == "uniform_log_normal":
         return math.log(scale) + k * k - 0.5 * math.log(3.0)
     if family == "arsinh_normal":
-        return math.log(scale) + 0.5 * math.log(math.expm1(2 * k * k) / (2 * k * k))
+        x = 2 * k * k  # log((e^x − 1)/x) without overflow
+        log_var = x + math.log(-math.expm1(-x)) - math.log(x)
+        return math.log(scale) + 0.5 * log_var
     raise AssertionError(family)
 
 
@@ -230,7 +239,8 @@ def _shape_interval(
     if family == "uniform_log_normal":
         return max(_SQRT2, gamma / eps), max(_SQRT2, gamma / eps) + 6.0
     if family == "arsinh_normal":
-        return _arsinh_sigma_min(eps, gamma), 8.0
+        lo = _arsinh_sigma_min(eps, gamma)
+        return lo, lo + 8.0
     raise AssertionError(family)
 
 

@@ -39,6 +39,11 @@ from .base import NoiseDistribution
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
+def _exp(x: float) -> float:
+    """e^x, inf beyond the float range (variances of very wide laws)."""
+    return math.exp(x) if x < 709.78 else math.inf
+
+
 def _w_of_exp(log_x: np.ndarray) -> np.ndarray:
     """Lambert W(e^L) for real L (no overflow): Newton on ℓ = log W, e^ℓ + ℓ = L.
 
@@ -193,7 +198,7 @@ class LaplaceLogNormal(_SymmetricFromTail):
         return float(out) if size is None else out
 
     def var(self) -> float:
-        return 2.0 * self.scale**2 * math.exp(2.0 * self.sigma**2)
+        return _exp(math.log(2.0) + 2.0 * math.log(self.scale) + 2.0 * self.sigma**2)
 
     def with_scale(self, scale: float) -> LaplaceLogNormal:
         return LaplaceLogNormal(self.sigma, scale)
@@ -235,7 +240,7 @@ class UniformLogNormal(_SymmetricFromTail):
         return float(out) if size is None else out
 
     def var(self) -> float:
-        return self.scale**2 * math.exp(2.0 * self.sigma**2) / 3.0
+        return _exp(2.0 * math.log(self.scale) + 2.0 * self.sigma**2 - math.log(3.0))
 
     @property
     def kinks(self) -> tuple[float, ...]:
@@ -280,8 +285,8 @@ class ArsinhNormal(NoiseDistribution):
         return float(out) if size is None else out
 
     def var(self) -> float:
-        s2 = self.sigma**2
-        return self.scale**2 * math.expm1(2.0 * s2) / (2.0 * s2)
+        x = 2.0 * self.sigma**2  # (e^x − 1)/x, in logs so that huge σ gives inf, not an error
+        return _exp(2.0 * math.log(self.scale) + x + math.log(-math.expm1(-x)) - math.log(x))
 
     @property
     def kinks(self) -> tuple[float, ...]:
