@@ -39,4 +39,3 @@ __all__ = [
     "privacy_profile",
     "renyi_divergence",
 ]
-
