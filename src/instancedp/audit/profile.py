@@ -790,9 +790,17 @@ def check_distributions(
         worst_i = int(np.argmax(upper))
         passed = True if upper[worst_i] <= claimed + tol else None
     worst, worst_err = measures[worst_i]
-    return MechanismCheck(
-        passed, guarantee, worst, worst_err, claimed, worst_i, len(laws), {"distinct": len(seen)}
-    )
+    if isinstance(guarantee, PureDP):
+        method = (
+            "sup |ln p - ln p'| on a grid with local refinement (error_bound 0: a spike "
+            "narrower than the grid could only be under-estimated)"
+        )
+    elif isinstance(guarantee, ApproxDP):
+        method = "delta(eps) by adaptive quadrature; error_bound = tail mass + Gauss-Kronrod"
+    else:
+        method = f"max over alpha in {tuple(orders)} of D_alpha/alpha by quadrature"
+    details = {"distinct": len(seen), "method": method}
+    return MechanismCheck(passed, guarantee, worst, worst_err, claimed, worst_i, len(laws), details)
 
 
 def _measure(a: Any, b: Any, guarantee: Guarantee, orders: Sequence[float]) -> tuple[float, float]:
