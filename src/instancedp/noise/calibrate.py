@@ -129,9 +129,12 @@ def laplace_shift_budget(epsilon: float, gamma: float, delta: float) -> float:
 
 
 def claim18_laplace_std(epsilon: float, gamma: float, delta: float) -> float:
-    """Hladík–Tětek Claim 18's std √2/(ε − γ ln(2/δ)) (published; for comparison only)."""
+    """Hladík–Tětek Claim 18's std √2/(ε − γ ln(2/δ)) (published; for comparison only).
+
+    ``nan`` where Claim 18 does not apply (γ ≥ ε/ln(2/δ)).
+    """
     rest = epsilon - gamma * math.log(2.0 / delta)
-    return math.sqrt(2.0) / rest if rest > 0 else math.inf
+    return math.sqrt(2.0) / rest if rest > 0 else math.nan
 
 
 def _laplace_max_gamma(epsilon: float, delta: float) -> float:

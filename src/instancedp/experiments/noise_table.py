@@ -1,0 +1,263 @@
+"""Noise per unit of smooth sensitivity: Hladík–Tětek Figure 1 and FORMULAS.md §7.
+
+:func:`noise_std_table` gives, for each γ, the standard deviation of the
+unit-SS noise of every family at its best shape (``noise.calibrate``).
+:func:`independent_best_std` re-derives the best Student t / Cauchy std from
+the papers' closed forms (Hladík–Tětek Claims 16–17) by a fine grid search
+that shares no code with ``calibrate``, so the two can be compared.
+:func:`throughput_table` measures sampling speed against
+``numpy.random.Generator.laplace`` in the same run.  Plotting is separate
+(:func:`plot_noise_std`); ``benchmarks/noise_std.py`` writes the files.
+
+The pure-DP families (PolyPlace, t, Cauchy), the (ε, δ) Laplace row and the
+½ε²-CDP families (LLN, ULN, arsinh-normal) give different guarantees at the
+same ε; the table puts them side by side as the papers do, not as equals.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..noise import Gaussian, Laplace, calibrate, max_gamma
+from ..noise.base import NoiseDistribution
+from ..noise.calibrate import claim18_laplace_std
+from ..random import simulation
+
+GAMMAS: tuple[float, ...] = (0.001, 0.01, 0.03, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.45)
+FAMILY_COLUMNS: tuple[str, ...] = (
+    "polyplace",
+    "student_t",
+    "cauchy",
+    "laplace",
+    "laplace_log_normal",
+    "uniform_log_normal",
+    "arsinh_normal",
+)
+# FORMULAS.md §7 (ε = 1): γ → (PolyPlace std, best-t std, best d).
+PUBLISHED_SECTION7: dict[float, tuple[float, float, float | None]] = {
+    0.001: (1.417, 1.742, 4.96),
+    0.01: (1.438, 1.839, 4.68),
+    0.05: (1.539, 2.354, 3.83),
+    0.1: (1.687, 3.305, 3.22),
+    0.2: (2.092, 8.246, 2.52),
+    0.3: (2.771, 69.94, 2.11),
+    0.4: (4.281, math.inf, None),
+}
+
+
+def _std_or_inf(family: str, epsilon: float, gamma: float, delta: float) -> tuple[float, dict]:
+    kw = {"delta": delta} if family == "laplace" else {}
+    if not gamma < max_gamma(family, epsilon, **kw):
+        return math.nan, {}  # not admissible at all
+    try:
+        cal = calibrate(family, epsilon, gamma, **kw)
+    except ValueError:  # admissible only with a scale beyond float64
+        return math.inf, {}
+    return cal.std, dict(cal.shape)
+
+
+def noise_std_table(
+    epsilon: float = 1.0, gammas: Sequence[float] = GAMMAS, delta: float = 1e-5
+) -> list[dict[str, Any]]:
+    """One row per γ: std per unit SS of each family at its best shape.
+
+    Columns: ``gamma``, one column per family (``nan`` = γ not admissible,
+    ``inf`` = admissible but infinite variance), ``student_t_df`` and
+    ``cauchy_power`` (the chosen shapes).  Laplace is at ``delta``.
+    """
+    rows = []
+    for g in gammas:
+        row: dict[str, Any] = {"gamma": float(g)}
+        for fam in FAMILY_COLUMNS:
+            std, shape = _std_or_inf(fam, epsilon, float(g), delta)
+            row[fam] = std
+            if fam == "student_t":
+                row["student_t_df"] = shape.get("df", math.nan) if math.isfinite(std) else math.nan
+            if fam == "cauchy":
+                row["cauchy_power"] = (
+                    shape.get("power", math.nan) if math.isfinite(std) else math.nan
+                )
+        rows.append(row)
+    return rows
+
+
+def shape_table(
+    epsilon: float = 1.0, gammas: Sequence[float] = GAMMAS, delta: float = 1e-5
+) -> list[dict[str, Any]]:
+    """The chosen shapes and the published Laplace constant, per γ (detail for the docs)."""
+    rows = []
+    for g in gammas:
+        row: dict[str, Any] = {"gamma": float(g), "polyplace_alpha": epsilon / g}
+        for fam in ("laplace_log_normal", "uniform_log_normal", "arsinh_normal"):
+            _, shape = _std_or_inf(fam, epsilon, float(g), delta)
+            row[f"{fam}_sigma"] = shape.get("sigma", math.nan)
+        row["laplace_claim18"] = claim18_laplace_std(epsilon, float(g), delta)
+        row["laplace_safe"] = _std_or_inf("laplace", epsilon, float(g), delta)[0]
+        rows.append(row)
+    return rows
+
+
+# ----------------------------------------------------------- independent re-derivation
+def _closed_form_std(family: str, eps: float, gamma: float, k: np.ndarray) -> np.ndarray:
+    """Claims 16–17 of Hladík–Tětek, vectorised over the shape k (inf where undefined)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if family == "student_t":
+            rest = eps - gamma * (k + 1)
+            std = np.sqrt(k / (k - 2)) * (k + 1) / (2 * np.sqrt(k) * rest)
+            ok = (k > 2) & (rest > 0)
+        elif family == "cauchy":
+            rest = eps - gamma * (k + 1)
+            std = (k + 1) / rest / np.sqrt(2 * np.cos(2 * np.pi / k) + 1)
+            ok = (k > 3) & (rest > 0)
+        else:
+            raise ValueError(f"family must be student_t or cauchy, got {family!r}")
+    return np.where(ok, std, np.inf)
+
+
+def independent_best_std(
+    family: str, epsilon: float, gamma: float, points: int = 200_001
+) -> tuple[float, float]:
+    """(best std, best shape) by brute force over a fine log grid of shapes, then a
+    10× finer grid around the winner (no code shared with ``noise.calibrate``)."""
+    lo, hi = (2.0, 200.0) if family == "student_t" else (3.0, 200.0)
+    grid = np.exp(np.linspace(math.log(lo), math.log(hi), points))
+    vals = _closed_form_std(family, epsilon, gamma, grid)
+    i = int(np.argmin(vals))
+    if not math.isfinite(vals[i]):
+        return math.inf, math.nan
+    fine = np.linspace(grid[max(i - 1, 0)], grid[min(i + 1, points - 1)], 20_001)
+    fvals = _closed_form_std(family, epsilon, gamma, fine)
+    j = int(np.argmin(fvals))
+    return float(fvals[j]), float(fine[j])
+
+
+def agreement_table(epsilon: float = 1.0, gammas: Sequence[float] = GAMMAS) -> list[dict[str, Any]]:
+    """calibrate() vs the brute-force optimum for t and Cauchy, and vs FORMULAS.md §7."""
+    rows = []
+    for g in gammas:
+        row: dict[str, Any] = {"gamma": float(g)}
+        for fam in ("student_t", "cauchy"):
+            ours, _ = _std_or_inf(fam, epsilon, float(g), 1e-5)
+            brute, k = independent_best_std(fam, epsilon, float(g))
+            row[f"{fam}_calibrate"] = ours
+            row[f"{fam}_brute_force"] = brute
+            row[f"{fam}_brute_shape"] = k
+            row[f"{fam}_rel_diff"] = (
+                abs(ours - brute) / brute if math.isfinite(brute) and math.isfinite(ours) else 0.0
+            )
+        pub = PUBLISHED_SECTION7.get(float(g)) if epsilon == 1.0 else None
+        if pub is not None:
+            pp = _std_or_inf("polyplace", epsilon, float(g), 1e-5)[0]
+            row["polyplace_published"] = pub[0]
+            row["polyplace_rel_diff"] = abs(pp - pub[0]) / pub[0]
+            row["student_t_published"] = pub[1]
+            row["student_t_pub_rel_diff"] = (
+                abs(row["student_t_calibrate"] - pub[1]) / pub[1] if math.isfinite(pub[1]) else 0.0
+            )
+        rows.append(row)
+    return rows
+
+
+# ----------------------------------------------------------- throughput
+def _rate(fn, n: int, repeats: int) -> float:
+    """Best-of-``repeats`` samples per CPU-second (CPU time: the machine is shared)."""
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.process_time()
+        fn(n)
+        best = min(best, time.process_time() - t0)
+    return n / max(best, 1e-9)
+
+
+def throughput_table(
+    n: int = 1_000_000,
+    epsilon: float = 1.0,
+    gamma: float = 0.05,
+    repeats: int = 3,
+    seed: int = 0,
+    quick: bool = False,
+) -> list[dict[str, Any]]:
+    """Samples per CPU-second of each calibrated family's fast ``sample`` (and of the
+    generic inverse-CDF path) against ``numpy.random.Generator.laplace``, one run.
+
+    ``ratio`` = family rate ÷ numpy Laplace rate, measured back to back.
+    ``quick`` uses n = 100,000.
+    """
+    if quick:
+        n = min(n, 100_000)
+    gen = np.random.default_rng(seed)
+    src = simulation(seed + 1)
+    noises: list[tuple[str, NoiseDistribution]] = [
+        ("laplace (global)", Laplace(1.0 / epsilon)),
+        ("gaussian (global)", Gaussian(1.0)),
+    ]
+    for fam in FAMILY_COLUMNS:
+        kw = {"delta": 1e-5} if fam == "laplace" else {}
+        noises.append((fam, calibrate(fam, epsilon, gamma, **kw).noise))
+    rows: list[dict[str, Any]] = []
+    for name, noise in noises:
+        base = _rate(lambda m: gen.laplace(0.0, 1.0, m), n, repeats)
+        fast = _rate(lambda m, z=noise: z.sample(m, src), n, repeats)
+        # The inverse-CDF path is much slower for LLN (numerical inversion): fewer draws.
+        n_inv = n if name not in ("laplace_log_normal", "uniform_log_normal") else max(n // 20, 1)
+        inv = _rate(lambda m, z=noise: NoiseDistribution.sample(z, m, src), n_inv, 1)
+        rows.append(
+            {
+                "family": name,
+                "noise": repr(noise),
+                "samples_per_s": fast,
+                "numpy_laplace_per_s": base,
+                "ratio": fast / base,
+                "inverse_cdf_per_s": inv,
+                "inverse_cdf_ratio": inv / base,
+            }
+        )
+    return rows
+
+
+def machine() -> dict[str, Any]:
+    return {"cpu_count": os.cpu_count(), "numpy": np.__version__}
+
+
+# ----------------------------------------------------------- plotting
+def plot_noise_std(rows: list[dict[str, Any]], path: str | Path) -> Path:
+    """Log-scale std per unit SS against γ, one line per family (Figure 1 style)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = {
+        "polyplace": "PolyPlace (ε-DP)",
+        "student_t": "Student t, best d (ε-DP)",
+        "cauchy": "gen. Cauchy, best c (ε-DP)",
+        "laplace": "Laplace (ε, δ)-DP",
+        "laplace_log_normal": "Laplace log-normal (½ε²-CDP)",
+        "uniform_log_normal": "uniform log-normal (½ε²-CDP)",
+        "arsinh_normal": "arsinh-normal (½ε²-CDP)",
+    }
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    g = np.array([r["gamma"] for r in rows])
+    for fam in FAMILY_COLUMNS:
+        y = np.array([r[fam] for r in rows], dtype=float)
+        y = np.where(np.isfinite(y), y, np.nan)
+        style = "-" if fam in ("polyplace", "student_t", "cauchy", "laplace") else "--"
+        ax.plot(g, y, style, marker="o", ms=3, label=labels[fam])
+    ax.set_yscale("log")
+    ax.set_xlabel("smoothness γ")
+    ax.set_ylabel("std of the noise per unit of SS")
+    ax.set_title("Noise for smooth sensitivity, ε = 1 (missing point: infinite / not admissible)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
