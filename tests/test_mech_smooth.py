@@ -46,9 +46,12 @@ def test_check_detects_noise_that_is_too_small():
     assert worst > 1.0
 
 
-def test_laplace_family_hockey_stick_at_most_delta():
+@pytest.mark.parametrize("fraction", [None, 0.95])
+def test_laplace_family_hockey_stick_at_most_delta(fraction):
+    """NRS / Claim 18 calibration, at the default γ and close to its limit ε/ln(2/δ)."""
     eps, delta = 1.0, 1e-3
-    mech = SmoothSensitivityMechanism(MEDIAN, eps, noise="laplace", delta=delta)
+    gamma = None if fraction is None else fraction * eps / math.log(2 / delta)
+    mech = SmoothSensitivityMechanism(MEDIAN, eps, gamma=gamma, noise="laplace", delta=delta)
     assert mech.guarantee == ApproxDP(eps, delta)
     laws = {x: mech.output_distribution(x) for x in MEDIAN.all}
     # Pairs with the largest change of value and SS are the hardest; check them all.
