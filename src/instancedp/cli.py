@@ -118,7 +118,8 @@ def _release_with_session(
         dataset_id=dataset_id,
     )
     with session:
-        release = session.release(mech, rng=rng, convert_delta=zcdp_delta)
+        with _spinner("charging the ledger and computing the release"):
+            release = session.release(mech, rng=rng, convert_delta=zcdp_delta)
         remaining = session.remaining if ledger is not None else None
         total = session.budget if ledger is not None else None
     if not release.secure:
@@ -224,7 +225,8 @@ def release(
     budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
     if file is None and sql is None:
         raise CLIError('no data: pass a FILE or --sql "SELECT ..."')
-    data = io.read_column(file, column, sql=sql, drop_missing=drop_missing)
+    with _spinner("reading the data"):
+        data = io.read_column(file, column, sql=sql, drop_missing=drop_missing)
     check_input(statistic.lower(), data)
     if statistic.lower() in USES_PUBLIC_N:
         # Substitution neighbours: n is public, and it tightens the sensitivity.
@@ -372,6 +374,26 @@ def _parse_floats(text: str, name: str) -> list[float]:
     if not vals:
         raise CLIError(f"{name} must list at least one number")
     return vals
+
+
+class _spinner:
+    """A rich spinner on stderr while a long step runs (only on a terminal)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._status: Any = None
+
+    def __enter__(self) -> None:
+        from rich.console import Console
+
+        console = Console(stderr=True)
+        if console.is_terminal:
+            self._status = console.status(self.text)
+            self._status.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._status is not None:
+            self._status.__exit__(*exc)
 
 
 class _progress:
