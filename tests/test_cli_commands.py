@@ -48,10 +48,15 @@ def test_audit_list_run_and_bad_input():
 def test_noise_table(tmp_path):
     r = cli("noise-table", "--epsilon", "1", "--json", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    rows = json.loads(r.stdout)
+    rows = json.loads(r.stdout)  # strict JSON: NaN/inf were mapped to null/"inf"
     assert rows and all(isinstance(x, dict) for x in rows)
     text = json.dumps(rows).lower()
     assert "polyplace" in text and "student" in text
+    # FORMULAS.md §7 (checked by quadrature): PolyPlace std per unit SS at ε = 1 is
+    # 1.417 / 2.092 / 2.771 at γ = 0.001 / 0.2 / 0.3.
+    by_gamma = {row["gamma"]: row for row in rows}
+    for g, std in ((0.001, 1.417), (0.2, 2.092), (0.3, 2.771)):
+        assert abs(by_gamma[g]["polyplace"] - std) < 0.005 * std
     assert (tmp_path / "noise_table.md").stat().st_size > 0
     _assert_bad(cli("noise-table", "--epsilon", "0"), "epsilon")
     _assert_bad(cli("noise-table", "--delta", "2"), "delta")

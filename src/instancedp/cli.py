@@ -528,18 +528,39 @@ def noise_table(
     eps = _validate.epsilon(epsilon)
     dl = _validate.delta(delta, allow_zero=False)
     rows = NT.noise_std_table(epsilon=eps, delta=dl)
+    note = (
+        f"Noise std per unit of smooth sensitivity at epsilon={eps:g} (laplace at delta={dl:g}), "
+        "each family at its best shape; — = gamma not admissible, ∞ = infinite variance."
+    )
     if json_out:
-        print(json.dumps(rows, indent=2, default=_json_default))
+        print(json.dumps(_finite_json(rows), indent=2, default=_json_default))
     else:
-        print(_markdown_rows(rows))
+        print(note + "\n\n" + _markdown_rows(rows))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "noise_table.md").write_text(_markdown_rows(rows) + "\n")
-        (out / "noise_table.json").write_text(json.dumps(rows, indent=2, default=_json_default))
+        (out / "noise_table.md").write_text(note + "\n\n" + _markdown_rows(rows) + "\n")
+        (out / "noise_table.json").write_text(
+            json.dumps(_finite_json(rows), indent=2, default=_json_default)
+        )
         plot = getattr(NT, "plot_noise_std", None)
         if callable(plot):
             plot(rows, out / "noise_table.png")
         print(f"wrote {out}/noise_table.md", file=sys.stderr)
+
+
+def _finite_json(obj: Any) -> Any:
+    """Strict JSON: NaN → null (not applicable), ±inf → "inf"/"-inf"."""
+    if isinstance(obj, float):
+        if math.isnan(obj):
+            return None
+        if math.isinf(obj):
+            return "inf" if obj > 0 else "-inf"
+        return obj
+    if isinstance(obj, dict):
+        return {k: _finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite_json(v) for v in obj]
+    return obj
 
 
 def _markdown_rows(rows: list[dict[str, Any]]) -> str:
@@ -551,7 +572,9 @@ def _markdown_rows(rows: list[dict[str, Any]]) -> str:
 
     def cell(v: Any) -> str:
         if isinstance(v, float):
-            return "inf" if math.isinf(v) else f"{v:.4g}"
+            if math.isnan(v):
+                return "—"  # not applicable (e.g. γ not admissible for that family)
+            return "∞" if math.isinf(v) else f"{v:.4g}"
         if isinstance(v, dict):
             return ", ".join(f"{k}={cell(x)}" for k, x in v.items())
         return str(v)
@@ -565,7 +588,7 @@ def _markdown_rows(rows: list[dict[str, Any]]) -> str:
 # -- reproduce --------------------------------------------------------------------------
 # name → (experiment module, benchmark script that renders it into docs/results)
 EXPERIMENTS: dict[str, tuple[str, str | None]] = {
-    "noise_table": ("noise_table", "noise.py"),
+    "noise_table": ("noise_table", "noise_std.py"),
     "median": ("median", "median.py"),
     "ratio": ("ratio", "ratio.py"),
     "gamma_study": ("gamma_study", "gamma.py"),
