@@ -120,6 +120,7 @@ def test_mechanism_add_noise_routes_secure_sources_here():
         ({"size": 1.5}, "size"),
         ({"grid": 1.0}, "grid"),
         ({"grid": 2000}, "grid"),
+        ({"grid": -1000, "scale": 1e300}, "grid"),
     ],
 )
 def test_bad_input_names_the_parameter(kwargs, name):
@@ -319,3 +320,12 @@ def test_grid_noise_does_not_depend_on_the_value():
         a = add_noise(0.0, 2.0, noise, size=50, rng=simulation(10), grid=-4)
         b = add_noise(1234.5, 2.0, noise, size=50, rng=simulation(10), grid=-4)
         assert np.array_equal(b - a, np.full(50, 1234.5))
+
+
+def test_grid_outputs_beyond_the_double_range_are_infinite():
+    """value near MAX on a coarse grid: outputs are snapped + N·2^k rounded to a double,
+    +inf past the overflow threshold (never an exception)."""
+    y = add_noise(1.7e308, 1e307, Laplace(1.0), size=300, rng=simulation(12), grid=1000)
+    assert np.isposinf(y).any() and np.isfinite(y).any() and not np.isnan(y).any()
+    finite = y[np.isfinite(y)]
+    assert all(Fraction(v) % Fraction(2) ** 1000 == 0 for v in finite)

@@ -104,6 +104,7 @@ SUPPORTED_FAMILIES: tuple[type[NoiseDistribution], ...] = (
 _START_PREC = 96  # working bits; always ≥ digits of U + 32
 _MAX_PREC = 1 << 15  # beyond this something is wrong (never reached in practice)
 _GRID_MIN, _GRID_MAX = -1074, 1023
+_GRID_SPAN = 128  # grid=k needs scale·noise.scale < 2^(k + 128)
 
 
 # ---------------------------------------------------------------------------
@@ -148,7 +149,7 @@ class _LazyUniform:
 
 _SIGN = 1 << 63
 _KEY_INF = 0x7FF0000000000000  # key of +inf; −_KEY_INF is −inf
-_OVERFLOW = arb((1, 1024)) - arb((1, 970))  # mid(MAX, +inf): IEEE overflow threshold
+_OVERFLOW = arb(((1 << 54) - 1, 970))  # 2^1024 − 2^970 = mid(MAX, +inf), exact
 _NEG_INF, _POS_INF = object(), object()  # boundary sentinels
 
 
@@ -165,9 +166,6 @@ def _key_float(key: int) -> float:
 
 class _FloatCells:
     """Cells of round-to-nearest onto float64: key k ↔ the k-th double."""
-
-    lowest = -_KEY_INF  # −inf: its cell (−∞, −overflow) has lower boundary −∞
-    highest = _KEY_INF
 
     @staticmethod
     def boundary(key: int) -> Any:
@@ -197,9 +195,6 @@ class _FloatCells:
 class _GridCells:
     """Cells of rounding to the nearest multiple of 2^k: key N ↔ N·2^k."""
 
-    lowest = None
-    highest = None
-
     def __init__(self, k: int) -> None:
         self.k = k
 
@@ -211,7 +206,10 @@ class _GridCells:
             return 0
         if math.isinf(y):
             y = math.copysign(2.0**1023, y)
-        scaled = math.ldexp(y, -self.k)  # exact unless it leaves the float range
+        try:
+            scaled = math.ldexp(y, -self.k)  # exact unless it leaves the float range
+        except OverflowError:
+            scaled = math.inf
         if math.isfinite(scaled) and (scaled == 0.0) == (y == 0.0):
             return round(scaled)
         return round(Fraction(y) / Fraction(2) ** self.k)
@@ -680,6 +678,13 @@ def add_noise(
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
             raise ValueError(f"size must be None or an integer >= 0, got {size!r}")
     k = None if grid is None else _grid_exponent(grid)
+    if k is not None and s * float(noise.scale) >= 2.0 ** min(k + _GRID_SPAN, 1023):
+        # The draw resolves S·Z to 2^k: its cost grows with log2(S·Z/2^k) (steps and bits).
+        raise ValueError(
+            f"grid must be at least log2(scale * noise.scale) - {_GRID_SPAN} "
+            f"(got grid={k} for a total scale {s * float(noise.scale):g}); "
+            "a finer grid than that is below the precision of any double output"
+        )
 
     old = ctx.prec
     try:
@@ -721,5 +726,5 @@ def _grid_value(n: int, k: int) -> float:
         if abs(n) < 2**53 and k >= -1022:  # n exact, n·2^k normal or zero: ldexp is exact
             return math.ldexp(float(n), k)
         return float(n * Fraction(2) ** k) if k < 0 else float(n << k)
-    except OverflowError:
-        return math.copysign(math.inf, n)
+    except OverflowError:  # the correctly rounded value is ±inf
+        return math.inf if n > 0 else -math.inf
