@@ -365,3 +365,13 @@ def test_law_with_no_continuous_part():
         expect = max(max(0.0, 1 - math.exp(eps) * 0.5), 0.5)
         assert abs(p.delta - expect) <= p.error_bound + 1e-14
     assert max_privacy_loss(a, b).epsilon == math.inf
+
+
+def test_renyi_support_mismatch():
+    # U(0, 1) vs U(0, 2): D_α(U1‖U2) = ln 2 for every α; D_α(U2‖U1) = ∞.
+    u1, u2 = stats.uniform(0, 1), stats.uniform(0, 2)
+    kw = {"kinks": (0.0, 1.0, 2.0)}
+    d, _ = renyi_divergence(u1.pdf, u2.pdf, 3.0, cdfs=(u1.cdf, u2.cdf), **kw)
+    assert d == pytest.approx(math.log(2), rel=1e-9)
+    d, _ = renyi_divergence(u2.pdf, u1.pdf, 3.0, cdfs=(u2.cdf, u1.cdf), **kw)
+    assert d == math.inf

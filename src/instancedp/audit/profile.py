@@ -102,7 +102,6 @@ def integrate(
     b = b[np.isfinite(b)]
     if b.size < 2:
         return 0.0, 0.0
-    a_done: list[np.ndarray] = []
     k_done: list[float] = []
     e_done: list[float] = []
     lo, hi = b[:-1], b[1:]
@@ -113,7 +112,9 @@ def integrate(
         y = mid[:, None] + half[:, None] * _NODES[None, :]
         with np.errstate(all="ignore"):
             fy = np.asarray(f(y.ravel()), dtype=float).reshape(y.shape)
-        fy = np.where(np.isfinite(fy), fy, 0.0)
+        if np.isposinf(fy).any():
+            return math.inf, 0.0  # an infinite integrand (e.g. D_α with p′ = 0 < p)
+        fy = np.where(np.isnan(fy), 0.0, fy)
         kr = half * (fy @ _KW)
         gr = half * (fy @ _GW)
         err = np.abs(kr - gr)
@@ -133,7 +134,6 @@ def integrate(
             return value, total_err
         k_done.extend(kr[~split].tolist())
         e_done.extend(err[~split].tolist())
-        a_done.append(lo[~split])
         lo_s, hi_s, mid_s = lo[split], hi[split], mid[split]
         lo = np.concatenate([lo_s, mid_s])
         hi = np.concatenate([mid_s, hi_s])
@@ -651,7 +651,9 @@ def _renyi_laws(
                 la, lb = px.logpdf(y), pxp.logpdf(y)
                 with np.errstate(all="ignore"):
                     v = np.exp(alpha * la + (1 - alpha) * lb)
-                return np.where(np.isneginf(la), 0.0, v)
+                # p = 0 contributes nothing; p′ = 0 < p is an infinite divergence
+                # unless p is below e^-550 there (a log(pdf) that underflowed).
+                return np.where(np.isneginf(la) | (np.isneginf(lb) & (la < _UNDERFLOW)), 0.0, v)
 
             with np.errstate(all="ignore"):
                 fe = np.exp(alpha * la_e + (1 - alpha) * lb_e)
