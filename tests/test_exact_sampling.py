@@ -34,6 +34,7 @@ from instancedp.noise.exact import (
     add_noise,
     grid_sensitivity,
     round_scale_up,
+    scale_upper_bound,
     snap_to_grid,
 )
 from instancedp.random import SecureRandom, simulation
@@ -145,6 +146,28 @@ def test_round_scale_up():
     assert Fraction(round_scale_up(big)) > big
     with pytest.raises(ValueError, match="scale"):
         round_scale_up(Fraction(-1, 2))
+
+
+def test_scale_upper_bound_covers_float_rounding_errors():
+    """A scale computed with a few float operations can fall below the true real value;
+    scale_upper_bound(·, 16) never does (true value from mpmath at 200 bits)."""
+    import mpmath as mp
+
+    mp.mp.prec = 200
+    rng = np.random.default_rng(0)
+    below = 0
+    for _ in range(2000):
+        d, eps, gamma = rng.uniform(2, 10), rng.uniform(0.1, 4), rng.uniform(0, 0.01)
+        # Student's t scale per unit SS (FORMULAS.md §2), in floats and in mpmath.
+        flt = (d + 1) / (2 * math.sqrt(d) * (eps - gamma * (d + 1)))
+        true = (mp.mpf(d) + 1) / (2 * mp.sqrt(d) * (mp.mpf(eps) - mp.mpf(gamma) * (d + 1)))
+        below += mp.mpf(flt) < true
+        assert mp.mpf(scale_upper_bound(flt)) >= true
+    assert below > 0  # the float computation alone does undercut sometimes
+    assert scale_upper_bound(1.0, 0) == 1.0
+    assert scale_upper_bound(1.0, 2) == 1.0 + 2 * 2.0**-52
+    with pytest.raises(ValueError, match="ulps"):
+        scale_upper_bound(1.0, -1)
 
 
 # --- exact discrete behaviour where the float grid is coarse ----------------------------

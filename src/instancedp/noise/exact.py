@@ -86,6 +86,7 @@ __all__ = [
     "add_noise",
     "grid_sensitivity",
     "round_scale_up",
+    "scale_upper_bound",
     "snap_to_grid",
     "work_count",
 ]
@@ -593,6 +594,20 @@ def round_scale_up(scale: Any) -> float:
             f = math.nextafter(f, math.inf)
         return _validate.finite_positive(f, "scale")
     return _validate.finite_positive(scale, "scale")
+
+
+def scale_upper_bound(scale: float, ulps: int = 16) -> float:
+    """``scale`` raised by ``ulps`` doubles: an upper bound on a scale that was computed
+    in floating point with a few correctly rounded operations (each errs by ≤ ½ ulp,
+    so a chain of n operations by ≲ n ulps).  Pass the result to :func:`add_noise` when
+    the true S must not be undercut; the noise grows by a factor ≈ 1 + ulps·2^−52.
+    """
+    s = round_scale_up(scale)
+    if isinstance(ulps, bool) or not isinstance(ulps, (int, np.integer)) or ulps < 0:
+        raise ValueError(f"ulps must be an integer >= 0, got {ulps!r}")
+    for _ in range(int(ulps)):
+        s = math.nextafter(s, math.inf)
+    return _validate.finite_positive(s, "scale")
 
 
 def grid_sensitivity(sensitivity: float, k: int) -> float:
