@@ -91,6 +91,10 @@ def test_file_errors(tmp_path):
         read_column(tmp_path / "t.xyz", "a")
     with pytest.raises(DataError, match="directory"):
         read_column(tmp_path, "a")
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 this is not really parquet")
+    with pytest.raises(DataError, match="cannot read .*broken.parquet"):
+        read_column(broken, "a")
 
 
 def test_sql(tmp_path):

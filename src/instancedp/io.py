@@ -94,8 +94,11 @@ def _connect() -> Any:
     return duckdb.connect()
 
 
-def _run_sql(con: Any, sql: str) -> Any:
-    """An Arrow table from a DuckDB query; DuckDB errors → one-line DataError."""
+def _run_sql(con: Any, sql: str, what: str | None = None) -> Any:
+    """An Arrow table from a DuckDB query; DuckDB errors → one-line DataError.
+
+    ``what`` names the file being read (errors then say "cannot read FILE"
+    rather than blaming the query)."""
     import duckdb
 
     try:
@@ -108,6 +111,10 @@ def _run_sql(con: Any, sql: str) -> Any:
         raise DataError("this DuckDB version cannot return Arrow tables: upgrade duckdb")
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if what is not None:
+            raise DataError(
+                f"cannot read {what}: {first}: check the file's format and contents"
+            ) from None
         raise DataError(f"SQL error: {first}: fix the query") from None
 
 
@@ -119,7 +126,7 @@ def column_names(path: str | Path) -> list[str]:
     """The columns of a table file (through DuckDB)."""
     p = _existing_file(path)
     con = _connect()
-    table = _run_sql(con, f"SELECT * FROM {_file_relation(p)} LIMIT 0")
+    table = _run_sql(con, f"SELECT * FROM {_file_relation(p)} LIMIT 0", what=str(p))
     return list(table.column_names)
 
 
@@ -127,9 +134,10 @@ def _read_file(path: str | Path, column: str | None) -> Any:
     p = _existing_file(path)
     con = _connect()
     rel = _file_relation(p)
-    names = list(_run_sql(con, f"SELECT * FROM {rel} LIMIT 0").column_names)
+    names = list(_run_sql(con, f"SELECT * FROM {rel} LIMIT 0", what=str(p)).column_names)
     column = _pick_column(names, column, f"file {p.name}")
-    return _run_sql(con, f"SELECT {_quote_ident(column)} FROM {rel}").column(0), column
+    table = _run_sql(con, f"SELECT {_quote_ident(column)} FROM {rel}", what=str(p))
+    return table.column(0), column
 
 
 def _pick_column(names: Sequence[str], column: str | None, where: str) -> str:
