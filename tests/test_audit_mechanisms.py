@@ -200,6 +200,25 @@ def ptr_noiseless_test() -> AuditCase:
     )
 
 
+def triangles_ls_for_ss() -> AuditCase:
+    # Edge privacy: the triangle count with PolyPlace scaled by LS (0 on a
+    # triangle-free graph whose pairs share no neighbour: the count is released exactly).
+    from instancedp.noise import calibrate
+    from instancedp.queries.graphs import TriangleCount
+
+    q = TriangleCount()
+    cal = calibrate("polyplace", EPS, 0.1)
+    return _additive_case(
+        "triangles-local-for-smooth",
+        "triangle count + LS(G)·PolyPlace instead of SS_γ(G), edge privacy",
+        cal.guarantee,
+        neighbour_pairs_from_brute((), 4, "edge"),
+        q.value,
+        lambda g: q.local_sensitivity(g, 0),
+        cal.noise,
+    )
+
+
 def clamping_skipped() -> AuditCase:
     # Sum with public bounds [0, 1] (sensitivity 1), but the records are not
     # clamped: a record 4 moves the sum by 4.
@@ -336,6 +355,7 @@ BROKEN: dict[str, Broken] = {
     "half-noise-scale": Broken(half_scale_laplace, frozenset({E, M})),
     "smooth-beta-too-large": Broken(smooth_beta_too_large, frozenset({E, M})),
     "local-for-smooth": Broken(ls_for_ss, frozenset({E, M})),
+    "triangles-local-for-smooth": Broken(triangles_ls_for_ss, frozenset({E, M})),
     "ptr-integer-threshold": Broken(ptr_integer_threshold, frozenset({E})),
     "ptr-noiseless-test": Broken(ptr_noiseless_test, frozenset({E, M})),
     "clamping-skipped": Broken(clamping_skipped, frozenset({E, M})),

@@ -129,6 +129,8 @@ def audit_case(
 def _jsonable(x: Any) -> Any:
     if x is None or isinstance(x, (bool, int, float, str)):
         return x
+    if hasattr(x, "edge_set") and hasattr(x, "n_vertices"):  # a graph
+        return {"n_vertices": int(x.n_vertices), "edges": sorted(map(list, x.edge_set()))}
     if isinstance(x, (tuple, list)):
         return [_jsonable(v) for v in x]
     if isinstance(x, np.generic):
@@ -302,6 +304,15 @@ def _smooth(family: str, small: bool = False):
         )
 
     return build
+
+
+def _smooth_triangles(eps: float, delta: float | None) -> AuditCase:
+    from ..mechanisms import SmoothSensitivityMechanism
+    from ..queries.graphs import TriangleCount
+
+    mech = SmoothSensitivityMechanism(TriangleCount(), eps, noise="polyplace")
+    pairs = neighbour_pairs_from_brute((), 4, "edge")
+    return mechanism_case("smooth-triangles", _DESCR["smooth-triangles"], mech, pairs)
 
 
 def _laplace(eps: float, delta: float | None) -> AuditCase:
@@ -483,6 +494,7 @@ _DESCR: dict[str, str] = {
     "smooth-laplace_log_normal": "median + SS_t·Laplace-log-normal (Bun–Steinke, ½ε²-zCDP)",
     "smooth-uniform_log_normal": "median + SS_t·uniform-log-normal (Bun–Steinke, ½ε²-zCDP)",
     "smooth-arsinh_normal": "median + SS_t·arsinh-normal (Bun–Steinke, ½ε²-zCDP)",
+    "smooth-triangles": "triangle count + SS_γ·PolyPlace, edge privacy, all 4-vertex graphs",
     "ptr": "propose-test-release, median, bound b = 2 ((ε, δ)-DP, 003 Prop. 15.5)",
     "bounded-ls": "median + Lap(g/ε2), g a private bound on LS (004 Thm. 1, (ε, δ)-DP)",
     "exponential-quantile": "median by the exponential mechanism over [0, 8] (pure ε-DP)",
@@ -508,6 +520,7 @@ _BUILDERS: dict[str, Callable[[float, float | None], AuditCase]] = {
     "smooth-laplace_log_normal": _smooth("laplace_log_normal", small=True),
     "smooth-uniform_log_normal": _smooth("uniform_log_normal", small=True),
     "smooth-arsinh_normal": _smooth("arsinh_normal", small=True),
+    "smooth-triangles": _smooth_triangles,
     "ptr": _ptr,
     "bounded-ls": _bounded_ls,
     "exponential-quantile": _exp_quantile,

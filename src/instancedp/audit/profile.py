@@ -877,12 +877,15 @@ def neighbour_pairs_from_brute(
 ) -> list[tuple[Any, Any]]:
     """All neighbour pairs (x, x′) of datasets of size n over ``domain`` from the
     brute-force engine ``instancedp.queries.brute`` (each unordered pair once
-    when ``unique``: the checks are symmetric)."""
+    when ``unique``: the checks are symmetric).  For ``relation="edge"`` the
+    inputs are all graphs on n vertices and ``domain`` is ignored."""
     from ..queries import brute
 
     pairs = []
     seen = set()
-    for x in brute.datasets(domain, n):
+    # Edge privacy: all graphs on n vertices (domain unused).
+    inputs = brute.graphs(n) if relation == "edge" else brute.datasets(domain, n)
+    for x in inputs:
         for xp in brute.neighbours(x, relation, domain):
             if unique:
                 key = frozenset((_data_key(x), _data_key(xp)))
@@ -894,6 +897,12 @@ def neighbour_pairs_from_brute(
 
 
 def _data_key(d: Any) -> Any:
+    if not isinstance(d, (list, np.ndarray)):
+        try:
+            hash(d)
+            return d
+        except TypeError:
+            pass
     try:
         return tuple(np.asarray(d).ravel().tolist())
     except (TypeError, ValueError):
