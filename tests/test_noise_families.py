@@ -76,8 +76,8 @@ def test_density_integrates_to_one(d):
 @pytest.mark.parametrize("d", FAMILY_CASES, ids=IDS)
 def test_variance_matches_quadrature(d):
     v = d.var()
-    second = _split_quad(lambda x: x * x * float(d.pdf(x)), _points(d))
     if math.isfinite(v):
+        second = _split_quad(lambda x: x * x * float(d.pdf(x)), _points(d))
         assert second == pytest.approx(v, rel=1e-9)
         assert d.std() == pytest.approx(math.sqrt(v), rel=1e-15)
     else:

@@ -81,7 +81,7 @@ def lognormal_laplace_transform_log(a: Any, sigma: float) -> np.ndarray:
     w = _w_of_exp(2.0 * math.log(sigma) + log_a)
     mode = w / sigma
     d_left = np.sqrt(80.0 / (1.0 + w))
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         d_right = np.minimum(math.sqrt(80.0), 1.0 / sigma + 40.0 * sigma / w)
     n = max(101, math.ceil(55.0 * sigma) + 1)
     grid = np.linspace(0.0, 1.0, n)

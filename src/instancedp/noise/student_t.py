@@ -33,9 +33,12 @@ class StudentT(NoiseDistribution):
         )
 
     def logpdf(self, x: Any) -> np.ndarray:
-        t = np.asarray(x, dtype=np.float64) / self.scale
         d = self.df
-        return self._log_norm - math.log(self.scale) - (d + 1) / 2 * np.log1p(t * t / d)
+        with np.errstate(divide="ignore"):
+            log_t = np.log(np.abs(np.asarray(x, dtype=np.float64)) / self.scale)
+        # log(1 + t²/d) without overflowing t² in the far tail
+        log1p_t2 = np.logaddexp(0.0, 2.0 * log_t - math.log(d))
+        return self._log_norm - math.log(self.scale) - (d + 1) / 2 * log1p_t2
 
     def _log_tail2(self, log_t: np.ndarray) -> np.ndarray:
         """log P(|T| > t) = log I_{d/(d+t²)}(d/2, ½), from log t (accurate far out)."""
@@ -59,7 +62,7 @@ class StudentT(NoiseDistribution):
         d = self.df
         a, b = d / 2, 0.5
         p = 2.0 * np.minimum(q, 1.0 - q)  # P(|T| > t)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             # Far tails: y = d/(d+t²); near the centre u = t²/(d+t²) keeps precision.
             log_p = np.log(p)
             y = special.betaincinv(a, b, p)
@@ -75,7 +78,8 @@ class StudentT(NoiseDistribution):
             )
             u = special.betaincinv(b, a, 1.0 - p)
             log_t_near = 0.5 * (math.log(d) + np.log(u) - np.log1p(-u))
-        t = np.exp(np.where(p < 0.5, log_t_far, log_t_near))
+        with np.errstate(over="ignore"):
+            t = np.exp(np.where(p < 0.5, log_t_far, log_t_near))
         t = np.where(p <= 0, np.inf, t)
         out = self.scale * np.where(q < 0.5, -t, t)
         return np.where((q >= 0) & (q <= 1), out, np.nan)
