@@ -495,3 +495,11 @@ def test_samples_to_flag_ladder():
     # A correct mechanism is never flagged on the ladder.
     ok = build_case("laplace", EPS)
     assert samples_to_flag(ok, worst, seed=0, ladder=(1_000, 10_000))[0] is None
+
+
+def test_secure_release_sampler_runs_the_real_release():
+    from instancedp.audit.catalogue import secure_release_sampler
+
+    case = build_case("laplace", EPS)
+    out = secure_release_sampler(case.mechanism, case.pairs[0][0])(5, np.random.default_rng(0))
+    assert len(out) == 5 and all(isinstance(v, float) and math.isfinite(v) for v in out)
