@@ -45,7 +45,8 @@ The total scale is S = scale × noise.scale, multiplied exactly (no rounding):
 ``scale`` is used as the float it is; a scale given as an int too large for a
 float, a ``Fraction`` or a ``Decimal`` is rounded *up* to a float first
 (:func:`round_scale_up`), so the noise is never smaller than asked for.
-(A smooth upper bound S rounded up stays smooth up to a factor 1 + 2^−52.)
+A scale computed in floating point may sit a few ulps below its real value:
+:func:`scale_upper_bound` steps it up by a few doubles to cover that.
 
 Cost: one float guess and two ball CDF evaluations in the common case;
 about 10⁻³ of draws need more digits.  The number of steps depends on the
