@@ -167,3 +167,14 @@ def test_graph_input_is_validated_before_the_charge(tmp_path):
     for src in (g, nx.to_scipy_sparse_array(g, weight=None), f):
         r = Session(src, PureDP(1.0)).release(mech, rng=simulation(1))
         assert r.guarantee == PureDP(1.0) and np.isfinite(r.value)
+
+
+def test_ratio_flags_checked_before_the_charge():
+    from instancedp.mechanisms.ratio import PrivateRatio
+
+    s = Session([0, 1, 2], PureDP(1.0))
+    with pytest.raises(ValueError, match="0/1 flags"):
+        s.release(PrivateRatio(0.5), rng=simulation(0))
+    assert s.ledger.count() == 0
+    r = Session([0, 1, 1, 1], PureDP(1.0)).release(PrivateRatio(0.5), rng=simulation(0))
+    assert 0.0 <= r.value <= 1.0 and r.guarantee == PureDP(0.5)

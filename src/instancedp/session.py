@@ -35,6 +35,14 @@ def _is_graph_mechanism(mechanism: Any) -> bool:
     return getattr(query, "neighbours", None) == "edge"
 
 
+def _precheck(mechanism: Any, data: Any) -> None:
+    """Input checks a mechanism would otherwise make only after the charge."""
+    from .mechanisms.ratio import PrivateRatio
+
+    if isinstance(mechanism, PrivateRatio):
+        mechanism.counts(data)  # 0/1 flags, or ValueError
+
+
 class Session:
     """Private releases from ``data`` against a budget kept in ``ledger``.
 
@@ -150,6 +158,7 @@ class Session:
         source = resolve(rng)  # a bad rng is refused before anything is charged
         guarantee = mechanism.guarantee
         data = self._input_for(mechanism, column, sql)
+        _precheck(mechanism, data)
         self.ledger.price(self.dataset_id, guarantee, convert_delta)  # CompositionError early
         params = mechanism.parameters() if callable(getattr(mechanism, "parameters", None)) else {}
         charge = self.ledger.charge(
