@@ -72,3 +72,13 @@ def test_plot_and_throughput(tmp_path):
             r["samples_per_s"] / r["numpy_laplace_per_s"]
         )
     assert nt.machine()["cpu_count"] >= 1
+
+
+def test_reproduce_writes_the_results_page(tmp_path, monkeypatch):
+    small = nt.throughput_table
+    monkeypatch.setattr(nt, "throughput_table", lambda quick: small(n=2_000, repeats=1))
+    md, js, png = nt.reproduce(tmp_path, quick=True)
+    text = md.read_text()
+    assert "| 0.2 | 2.092 | 8.246 |" in text  # PolyPlace and best t at γ = 0.2 (§7)
+    assert "cores (os.cpu_count())" in text
+    assert js.stat().st_size > 1_000 and png.stat().st_size > 5_000
