@@ -82,3 +82,7 @@ def test_reproduce_writes_the_results_page(tmp_path, monkeypatch):
     assert "| 0.2 | 2.092 | 8.246 |" in text  # PolyPlace and best t at γ = 0.2 (§7)
     assert "cores (os.cpu_count())" in text
     assert js.stat().st_size > 1_000 and png.stat().st_size > 5_000
+    import json
+
+    data = json.loads(js.read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
+    assert data["std"][0]["gamma"] == 0.001

@@ -375,6 +375,17 @@ def to_markdown(payload: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _json_safe(obj: Any) -> Any:
+    """Strict JSON: non-finite floats become the strings "nan", "inf", "-inf"."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
 def reproduce(outdir: str | Path, quick: bool = True) -> list[Path]:
     """Write noise_std.md/.json/.png into ``outdir`` (the CLI's ``reproduce`` hook)."""
     import json
@@ -384,7 +395,7 @@ def reproduce(outdir: str | Path, quick: bool = True) -> list[Path]:
     payload = run(quick=quick)
     paths = [outdir / "noise_std.md", outdir / "noise_std.json", outdir / "noise_std.png"]
     paths[0].write_text(to_markdown(payload))
-    paths[1].write_text(json.dumps(payload, indent=2, default=str))
+    paths[1].write_text(json.dumps(_json_safe(payload), indent=2, default=str))
     plot_noise_std(payload["std"], paths[2])
     return paths
 
