@@ -178,3 +178,18 @@ def test_ratio_flags_checked_before_the_charge():
     assert s.ledger.count() == 0
     r = Session([0, 1, 1, 1], PureDP(1.0)).release(PrivateRatio(0.5), rng=simulation(0))
     assert 0.0 <= r.value <= 1.0 and r.guarantee == PureDP(0.5)
+
+
+def test_release_statistic_by_name(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("x\n" + "".join(f"{v}\n" for v in range(100)))
+    s = Session(f, PureDP(1.0))
+    r = s.release_statistic("mean", "x", epsilon=0.5, bounds=(0, 100), rng=simulation(2))
+    # n = 100 is public (substitution): GS = (100 − 0)/100 = 1, Laplace scale 1/0.5 = 2;
+    # P(|error| > 30) = e^-15 (and the seed is fixed).
+    assert r.mechanism == "laplace" and r.parameters["global_sensitivity"] == 1.0
+    assert abs(r.value - 49.5) < 30
+    with pytest.raises(ValueError, match="needs public bounds"):
+        s.release_statistic("median", "x", epsilon=0.5)
+    r = s.release_statistic("median", "x", epsilon=0.5, bounds=(0, 100), rng=simulation(2))
+    assert r.guarantee == PureDP(0.5) and s.remaining.epsilon == 0

@@ -178,6 +178,34 @@ class Session:
         self._mark(charge.id, "refused" if getattr(release, "refused", False) else "released")
         return release
 
+    def release_statistic(
+        self,
+        statistic: str,
+        column: str | None = None,
+        *,
+        epsilon: float,
+        delta: float | None = None,
+        sql: str | None = None,
+        rng: Any = None,
+        convert_delta: float | None = None,
+        **options: Any,
+    ) -> Any:
+        """Build the mechanism by name (as ``instancedp release`` does) and release.
+
+        ``options`` are :func:`build_mechanism`'s: ``mechanism``, ``bounds``,
+        ``quantile``, ``trim``, ``k``, ``noise``, ``gamma``, ``ptr_bound``.
+        Everything is validated before the ledger is touched.
+        """
+        mech = build_mechanism(statistic, epsilon, delta, **options)
+        stat = str(statistic).lower().replace("_", "-")
+        if stat in GRAPH_STATISTICS:
+            return self.release(mech, rng=rng, convert_delta=convert_delta)
+        data = self.column(column, sql=sql)
+        check_input(stat, data)
+        if stat in USES_PUBLIC_N:  # n is public under substitution neighbours
+            mech = build_mechanism(statistic, epsilon, delta, n=int(data.size), **options)
+        return self.release(mech, column, sql=sql, rng=rng, convert_delta=convert_delta)
+
     def _mark(self, charge_id: int, status: str) -> None:
         try:
             self.ledger.mark(charge_id, status)
