@@ -316,3 +316,17 @@ def to_markdown(res: dict[str, Any]) -> str:
             f"{r['peak_mb_count']:.0f} | {r['peak_mb_ss']:.0f} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def reproduce(outdir: Any, quick: bool = True) -> list[Any]:
+    """Write sensitivity.md/.json into ``outdir`` (the CLI's ``reproduce`` hook)."""
+    import json
+    from pathlib import Path
+
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    res = run(quick=quick)
+    paths = [out / "sensitivity.md", out / "sensitivity.json"]
+    paths[0].write_text(to_markdown(res))
+    paths[1].write_text(json.dumps(res, indent=2) + "\n")
+    return paths
