@@ -51,6 +51,8 @@ def claim(g: dict) -> str:
 
 
 def measured(r: dict) -> str:
+    if r["kind"] == "secure":
+        return "empirical only (real release path)"
     if r["exact_verdict"] is None:
         return "law not known"
     g = r["guarantee"]["type"]
