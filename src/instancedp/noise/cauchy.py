@@ -23,6 +23,19 @@ from ..random import as_generator
 from .base import NoiseDistribution
 
 
+def log_standard_gamma(gen: np.random.Generator, shape: float, size: Any) -> np.ndarray:
+    """log G, G ~ Gamma(shape, 1), without underflow for small shapes.
+
+    For shape < 1, G = G′·U^{1/shape} with G′ ~ Gamma(shape + 1) and U uniform
+    (Marsaglia–Tsang's boost), so log G = log G′ + log(U)/shape stays finite
+    where G itself would round to 0 (P(G < 1e-308) ≈ 0.5 at shape 0.001).
+    """
+    if shape >= 1.0:
+        return np.log(gen.standard_gamma(shape, size))
+    u = 1.0 - gen.random(size)  # (0, 1]
+    return np.log(gen.standard_gamma(shape + 1.0, size)) + np.log(u) / shape
+
+
 def log_betainc(a: float, b: float, log_y: np.ndarray) -> np.ndarray:
     """log I_y(a, b), accurate also where I underflows (y < 1e-200).
 
@@ -81,11 +94,12 @@ class GeneralizedCauchy(NoiseDistribution):
         with np.errstate(divide="ignore"):
             log_t = np.log(np.abs(x) / self.scale)
         tail = 0.5 * np.exp(self._log_tail2(log_t))
-        # Near the centre, P(|Z| ≤ t) = I_{t^c/(1+t^c)}(1/c, 1−1/c) keeps absolute precision.
+        # Near the centre (t < 1), P(|Z| ≤ t) = I_u(1/c, 1−1/c), u = t^c/(1+t^c), keeps
+        # absolute precision; u is handled in logs (t^c underflows for large c).
         c = self.power
-        u = np.exp(c * log_t - np.logaddexp(0.0, c * log_t))
-        centre = 0.5 * special.betainc(1.0 / c, 1.0 - 1.0 / c, u)
-        tail = np.where(u < 0.5, 0.5 - centre, tail)
+        log_u = c * log_t - np.logaddexp(0.0, c * log_t)
+        centre = 0.5 * np.exp(log_betainc(1.0 / c, 1.0 - 1.0 / c, log_u))
+        tail = np.where(log_t < 0, 0.5 - centre, tail)
         return np.where(x < 0, tail, 1.0 - tail)
 
     def ppf(self, q: Any) -> np.ndarray:
@@ -108,10 +122,16 @@ class GeneralizedCauchy(NoiseDistribution):
                 self._log_tail2,
                 lambda lt: math.log(2.0 * self.scale) + lt + self.logpdf(self.scale * np.exp(lt)),
             )
+            # Centre: I_u(1/c, 1−1/c) = 1 − p, with the leading term where u underflows.
             u = special.betaincinv(b, a, 1.0 - p)
-            log_t_near = (np.log(u) - np.log1p(-u)) / c
+            log_u = np.where(
+                u > 1e-200, np.log(u), (np.log1p(-p) + math.log(b) + special.betaln(b, a)) / b
+            )
+            log_t_near = (log_u - np.log1p(-np.exp(log_u))) / c
+        # Use whichever of u = t^c/(1+t^c) and y = 1 − u is the small one (t < 1: u).
+        near = (u < 0.5) & (p > 0)
         with np.errstate(over="ignore"):
-            t = np.exp(np.where(p < 0.5, log_t_far, log_t_near))
+            t = np.exp(np.where(near, log_t_near, log_t_far))
         t = np.where(p <= 0, np.inf, t)
         out = self.scale * np.where(q < 0.5, -t, t)
         return np.where((q >= 0) & (q <= 1), out, np.nan)
@@ -119,11 +139,12 @@ class GeneralizedCauchy(NoiseDistribution):
     def sample(self, size: Any = None, rng: Any = None) -> np.ndarray | float:
         gen = as_generator(rng)
         c = self.power
-        # |Z/scale|^c = G1/G2 with G1 ~ Gamma(1/c), G2 ~ Gamma(1−1/c) (beta-prime law).
-        g1 = gen.standard_gamma(1.0 / c, size)
-        g2 = gen.standard_gamma(1.0 - 1.0 / c, size)
-        with np.errstate(divide="ignore"):
-            t = np.exp((np.log(g1) - np.log(g2)) / c)
+        # |Z/scale|^c = G1/G2 with G1 ~ Gamma(1/c), G2 ~ Gamma(1−1/c) (beta-prime law),
+        # drawn in log space: small shapes would underflow G to 0.
+        log_g1 = log_standard_gamma(gen, 1.0 / c, size)
+        log_g2 = log_standard_gamma(gen, 1.0 - 1.0 / c, size)
+        with np.errstate(over="ignore"):
+            t = np.exp((log_g1 - log_g2) / c)
         sign = np.where(gen.random(size) < 0.5, -1.0, 1.0)
         out = self.scale * sign * t
         return float(out) if size is None else out

@@ -16,7 +16,7 @@ from scipy import special
 from .. import _validate
 from ..random import as_generator
 from .base import NoiseDistribution
-from .cauchy import log_betainc, polish_tail_root
+from .cauchy import log_betainc, log_standard_gamma, polish_tail_root
 
 
 class StudentT(NoiseDistribution):
@@ -85,7 +85,17 @@ class StudentT(NoiseDistribution):
         return np.where((q >= 0) & (q <= 1), out, np.nan)
 
     def sample(self, size: Any = None, rng: Any = None) -> np.ndarray | float:
-        out = self.scale * as_generator(rng).standard_t(self.df, size)
+        gen = as_generator(rng)
+        d = self.df
+        if d >= 2.0:
+            out = self.scale * gen.standard_t(d, size)
+        else:
+            # T = N/√(G/d), G ~ Gamma(d/2, 2); in log space because for small d
+            # G underflows to 0 (numpy would return inf for ~3% of draws at d = 0.01).
+            log_g = log_standard_gamma(gen, d / 2.0, size) + math.log(2.0)
+            n = gen.standard_normal(size)
+            with np.errstate(over="ignore", divide="ignore"):
+                out = self.scale * n * np.exp(0.5 * (math.log(d) - log_g))
         return float(out) if size is None else out
 
     def var(self) -> float:
