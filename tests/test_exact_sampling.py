@@ -33,9 +33,11 @@ from instancedp.noise.exact import (
     SUPPORTED_FAMILIES,
     add_noise,
     grid_sensitivity,
+    refinement_count,
     round_scale_up,
     scale_upper_bound,
     snap_to_grid,
+    work_count,
 )
 from instancedp.random import SecureRandom, simulation
 
@@ -340,9 +342,24 @@ def test_grid_noise_does_not_depend_on_the_value():
     """On the grid, the same randomness gives outputs that differ exactly by the values'
     difference: the draw (and its running time) no longer depends on the data."""
     for noise in (Laplace(1.0), PolyPlace(1.0, 4.0), LaplaceLogNormal(0.5)):
+        w0, r0 = work_count(), refinement_count()
         a = add_noise(0.0, 2.0, noise, size=50, rng=simulation(10), grid=-4)
+        w1, r1 = work_count(), refinement_count()
         b = add_noise(1234.5, 2.0, noise, size=50, rng=simulation(10), grid=-4)
+        w2, r2 = work_count(), refinement_count()
         assert np.array_equal(b - a, np.full(50, 1234.5))
+        assert w2 - w1 == w1 - w0 > 0 and r2 - r1 == r1 - r0
+
+
+def test_float_path_work_depends_on_the_value():
+    """The timing channel the grid closes: on the nearest-double path, the same random
+    stream costs more work when the value puts the output among dense doubles."""
+    work = []
+    for value in (0.0, 1e6):
+        w0 = work_count()
+        add_noise(value, 1.0, Laplace(1.0), size=400, rng=simulation(13))
+        work.append(work_count() - w0)
+    assert work[0] > work[1] == 2 * 400
 
 
 def test_grid_outputs_beyond_the_double_range_are_infinite():

@@ -36,7 +36,7 @@ from ..noise import (
     UniformLogNormal,
 )
 from ..noise.base import NoiseDistribution
-from ..noise.exact import add_noise, work_count
+from ..noise.exact import add_noise, refinement_count, work_count
 from ..random import simulation
 
 _TWO53 = 2.0**53
@@ -260,29 +260,31 @@ TIMING_CASES: list[tuple[str, float, float]] = [
 
 def _timed_draws(value: float, scale: float, grid: int | None, reps: int, seed: int):
     noise, src = Laplace(1.0), simulation(seed)
-    times, work = np.empty(reps), np.empty(reps)
+    times, work, refines = np.empty(reps), np.empty(reps), np.empty(reps)
     for i in range(reps):
-        w0, t0 = work_count(), time.thread_time()
+        w0, r0, t0 = work_count(), refinement_count(), time.thread_time()
         add_noise(value, scale, noise, size=None, rng=src, grid=grid)
-        times[i], work[i] = time.thread_time() - t0, work_count() - w0
-    return times, work
+        times[i] = time.thread_time() - t0
+        work[i], refines[i] = work_count() - w0, refinement_count() - r0
+    return times, work, refines
 
 
 def timing_table(quick: bool = False, grid: int = -20) -> list[dict[str, Any]]:
     """Work (ball evaluations) and latency of exact Laplace draws for several (value,
     scale), same random stream for each: on the float path the work depends on the value
     (the timing channel); with ``grid`` it does not."""
-    reps = 300 if quick else 3000
+    reps = 300 if quick else 20000
     rows = []
     for label, value, scale in TIMING_CASES:
         for g in (None, grid):
-            t, w = _timed_draws(value, scale, g, reps, seed=2)
+            t, w, r = _timed_draws(value, scale, g, reps, seed=2)
             rows.append(
                 {
                     "case": label,
                     "grid": g,
                     "mean_evaluations": float(w.mean()),
                     "max_evaluations": int(w.max()),
+                    "draws_needing_more_bits": float(np.mean(r > 0)),
                     "median_us": float(np.median(t)) * 1e6,
                     "reps": reps,
                 }

@@ -19,8 +19,8 @@ post-processing:
   2^k and the output is ``snapped + 2^k·N`` with N the integer nearest to
   S·Z/2^k.  Snapping moves the query by at most 2^(k−1), so its sensitivity
   grows by at most 2^k: :func:`grid_sensitivity` says how much to charge.
-  The noise draw then no longer depends on the value at all, which also
-  closes the data-dependent timing channel of the float path.
+  The noise draw then no longer depends on the value at all, which removes
+  the value from the timing channel of the float path.
 
 How Z is drawn exactly (no real number is ever rounded before the output):
 
@@ -48,11 +48,14 @@ float, a ``Fraction`` or a ``Decimal`` is rounded *up* to a float first
 A scale computed in floating point may sit a few ulps below its real value:
 :func:`scale_upper_bound` steps it up by a few doubles to cover that.
 
-Cost: one float guess and two ball CDF evaluations in the common case;
-about 10⁻³ of draws need more digits.  The number of steps depends on the
-draw and, on the float path, on ``value`` (via the width of the float cells
-around the output): that is a timing side channel this module does not close;
-``grid=k`` removes the value dependence.  See ``docs/safe-sampling.md``.
+Cost: one float guess and two ball CDF evaluations in the common case; under
+1 % of draws need more random digits (those whose rounding cell is narrow in
+U, e.g. outputs close to 0).  The number of steps depends on the draw and, on
+the float path, on ``value`` (via the width of the float cells around the
+output): that is a timing side channel this module does not close; ``grid=k``
+removes the value from it (the work still depends on the noise drawn).
+:func:`work_count` and :func:`refinement_count` expose the work done.  See
+``docs/safe-sampling.md``.
 
 python-flint's working precision is a process-wide setting: this module sets
 it for the duration of a draw and restores it afterwards, so concurrent use
@@ -86,6 +89,7 @@ __all__ = [
     "SUPPORTED_FAMILIES",
     "add_noise",
     "grid_sensitivity",
+    "refinement_count",
     "round_scale_up",
     "scale_upper_bound",
     "snap_to_grid",
@@ -114,6 +118,9 @@ _GRID_SPAN = 128  # grid=k needs scale·noise.scale < 2^(k + 128)
 # ---------------------------------------------------------------------------
 
 
+_WORK = [0, 0]  # ball evaluations, uniform refinements (diagnostics: the timing channel)
+
+
 class _LazyUniform:
     __slots__ = ("m", "k", "_source")
 
@@ -125,6 +132,7 @@ class _LazyUniform:
     def refine(self) -> None:
         self.m = (self.m << 64) | int.from_bytes(self._source.random_bytes(8), "little")
         self.k += 64
+        _WORK[1] += 1
 
     def lower(self) -> arb:
         return arb((self.m, -self.k))
@@ -433,13 +441,15 @@ class _Undecidable(RuntimeError):
     pass
 
 
-_WORK = [0]  # ball evaluations so far (diagnostics: the timing channel's size)
-
-
 def work_count() -> int:
     """Number of ball-arithmetic evaluations (CDF or product enclosures) made so far in
     this process: a machine-independent measure of the work behind each draw."""
     return _WORK[0]
+
+
+def refinement_count() -> int:
+    """Number of times a lazy uniform drew 64 more random bits, so far in this process."""
+    return _WORK[1]
 
 
 def _sample_cdf(
@@ -715,7 +725,11 @@ def add_noise(
             cells = _GridCells(k)
             center = arb(0)
             center_float = 0.0
-            offset = round(Fraction(v) / Fraction(2) ** k)  # snapped value / 2^k
+            # snapped value / 2^k (round half to even, as snap_to_grid)
+            if isinstance(v, float):
+                offset = cells.key_of(v)
+            else:
+                offset = round(Fraction(v) / Fraction(2) ** k)
         scale_float = s * float(noise.scale)
 
         def draw() -> float:
