@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import integrate, special
 
 from instancedp.noise import (
@@ -82,6 +84,29 @@ def _pure_cases():
 def test_pure_dp_log_density_ratio(family, eps, gamma, shape):
     cal = calibrate(family, eps, gamma, **shape)
     assert max_log_ratio(cal.noise, gamma) <= eps + 1e-9
+
+
+@settings(max_examples=40)
+@given(
+    family=st.sampled_from(["polyplace", "student_t", "cauchy"]),
+    eps=st.floats(0.05, 8.0),
+    frac=st.floats(0.001, 0.999),
+    shape=st.one_of(st.none(), st.floats(1.05, 30.0)),
+)
+def test_property_pure_dp_random_parameters(family, eps, frac, shape):
+    """Random (ε, γ, shape) anywhere in the admissible range, coarser neighbour grid."""
+    kw = (
+        {}
+        if shape is None or family == "polyplace"
+        else {("df" if family == "student_t" else "power"): shape}
+    )
+    gamma = frac * max_gamma(family, eps, **kw)
+    try:
+        cal = calibrate(family, eps, gamma, **kw)
+    except ValueError as err:  # only near the bound with d or c → its limit
+        assert "beyond floating point" in str(err)
+        return
+    assert max_log_ratio(cal.noise, gamma, n_lam=5, n_shift=5) <= eps + 1e-9
 
 
 def test_polyplace_bound_is_nearly_tight():
