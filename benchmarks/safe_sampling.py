@@ -48,15 +48,16 @@ def main(quick: bool = False) -> None:
         "exact draw is given too.  Target: ≤ 1 ms per exact draw.",
         "",
         "| family | noise | exact median µs | exact p99 µs | exact wall median µs | exact, "
-        "simulation source, median µs | fast median µs | exact / fast |",
-        "|---|---|---|---|---|---|---|---|",
+        "simulation source, median µs | fast median µs | exact / fast | ball evaluations "
+        "per exact draw |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in latency:
         lines.append(
             f"| {r['family']} | `{r['noise']}` | {r['safe_median_us']:.1f} | "
             f"{r['safe_p99_us']:.1f} | {r['safe_wall_median_us']:.1f} | "
             f"{r['safe_simulation_median_us']:.1f} | {r['fast_median_us']:.2f} | "
-            f"{r['ratio']:.1f} |"
+            f"{r['ratio']:.1f} | {r['mean_evaluations']:.2f} |"
         )
     worst = max(r["safe_median_us"] for r in latency)
     lines += [

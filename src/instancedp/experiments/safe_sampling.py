@@ -226,7 +226,9 @@ def latency_table(
     for name, noise in LATENCY_FAMILIES.items():
         gen = simulation(1)
         add_noise(value, scale, noise, size=None)  # warm caches (arb constants, imports)
+        w0 = work_count()
         safe_wall, safe = _latencies(lambda n=noise: add_noise(value, scale, n, size=None), reps)
+        evaluations = (work_count() - w0) / reps
         _, safe_sim = _latencies(
             lambda n=noise, g=gen: add_noise(value, scale, n, size=None, rng=g), reps
         )
@@ -240,6 +242,7 @@ def latency_table(
                 "safe_max_us": float(safe.max()) * 1e6,
                 "safe_wall_median_us": float(np.median(safe_wall)) * 1e6,
                 "safe_simulation_median_us": float(np.median(safe_sim)) * 1e6,
+                "mean_evaluations": evaluations,
                 "fast_median_us": float(np.median(fast)) * 1e6,
                 "fast_wall_median_us": float(np.median(fast_wall)) * 1e6,
                 "ratio": float(np.median(safe) / np.median(fast)),
