@@ -265,3 +265,19 @@ def test_float_keys_order_doubles_and_round_trip(a, b):
     if math.isfinite(a):
         assert exact._key_float(ka + 1) == math.nextafter(a, math.inf)
         assert exact._key_float(ka - 1) == math.nextafter(a, -math.inf)
+
+
+@pytest.mark.parametrize(
+    ("low", "high"),
+    [(0.0, 1.0), (2.0, 5.0), (-1e-300, 3e-310), (1.0, 1.0 + 2**-50), (-1e308, 1e308), (0.1, 0.7)],
+)
+def test_uniform_is_correctly_rounded(low, high):
+    """exact.uniform: the returned double's cell holds low + U·(high − low), exactly."""
+    mp.mp.prec = 2 * PREC
+    for seed in range(3000, 3012):
+        data = _seeded_bytes(seed, STREAM_BYTES)
+        y = exact.uniform(low, high, rng=ByteStream(data))
+        u = _chunks_to_mpf(_chunks(data, 0, 8, STREAM_BYTES // 8))
+        true = mp.mpf(low) + u * (mp.mpf(high) - mp.mpf(low))
+        lo, hi = _cell(y)
+        assert lo <= true < hi and low <= y <= high, (low, high, y)

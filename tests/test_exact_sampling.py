@@ -37,6 +37,7 @@ from instancedp.noise.exact import (
     round_scale_up,
     scale_upper_bound,
     snap_to_grid,
+    uniform,
     work_count,
 )
 from instancedp.random import SecureRandom, simulation
@@ -369,3 +370,35 @@ def test_grid_outputs_beyond_the_double_range_are_infinite():
     assert np.isposinf(y).any() and np.isfinite(y).any() and not np.isnan(y).any()
     finite = y[np.isfinite(y)]
     assert all(Fraction(v) % Fraction(2) ** 1000 == 0 for v in finite)
+
+
+# --- exact uniform on an interval --------------------------------------------------------
+
+
+def test_uniform_law():
+    src = simulation(14)
+    x = np.array([uniform(2.0, 5.0, src) for _ in range(3000)])
+    assert np.all((x >= 2.0) & (x <= 5.0))
+    assert stats.kstest((x - 2.0) / 3.0, "uniform").pvalue > ALPHA
+
+
+def test_uniform_on_a_few_doubles_has_the_cell_probabilities():
+    """[1, 1 + 4·2^-52] holds 5 doubles; their cells inside the interval have widths
+    ½, 1, 1, 1, ½ (in ulps), so the probabilities are 1/8, 1/4, 1/4, 1/4, 1/8."""
+    src = simulation(15)
+    y = np.array([uniform(1.0, 1.0 + 4 * 2.0**-52, src) for _ in range(8000)])
+    support = 1.0 + np.arange(5) * 2.0**-52
+    counts = np.array([(y == v).sum() for v in support])
+    assert counts.sum() == y.size
+    probs = np.array([1, 2, 2, 2, 1]) / 8
+    assert stats.chisquare(counts, probs * y.size).pvalue > ALPHA
+
+
+def test_uniform_validation_and_degenerate_interval():
+    assert uniform(3.0, 3.0, simulation(0)) == 3.0
+    with pytest.raises(ValueError, match="low"):
+        uniform(2.0, 1.0, simulation(0))
+    with pytest.raises(ValueError, match="low"):
+        uniform(math.nan, 1.0, simulation(0))
+    with pytest.raises(ValueError, match="high"):
+        uniform(0.0, math.inf, simulation(0))

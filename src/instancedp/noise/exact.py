@@ -41,6 +41,8 @@ How Z is drawn exactly (no real number is ever rounded before the output):
   enclosures of their closed-form inverse CDFs until value + S·Z is known to
   lie in one rounding cell.
 
+:func:`uniform` does the same for a point drawn uniformly in [low, high].
+
 The total scale is S = scale × noise.scale, multiplied exactly (no rounding):
 ``scale`` is used as the float it is; a scale given as an int too large for a
 float, a ``Fraction`` or a ``Decimal`` is rounded *up* to a float first
@@ -93,6 +95,7 @@ __all__ = [
     "round_scale_up",
     "scale_upper_bound",
     "snap_to_grid",
+    "uniform",
     "work_count",
 ]
 
@@ -506,9 +509,16 @@ def _sample_cdf(
         y = float(np.float64(center_float) + np.float64(scale_float) * np.float64(z))
     key = cells.clamp(cells.key_of(y))
 
-    # Bracket the answer (below(lo), not below(hi)) by probing neighbours one
-    # by one (the guess is usually within a cell or two), then galloping;
-    # finish by bisection over the keys.
+    return _search(below, key, cells)
+
+
+def _search(below: Any, key: int, cells: Any) -> int:
+    """Largest key with ``below(key)`` (a monotone predicate), starting from a guess.
+
+    Probes the guess's neighbours one by one (the guess is usually within a
+    cell or two), then gallops to bracket the answer (below(lo), not below(hi))
+    and finishes by bisection over the keys.
+    """
     step, probes = 1, 0
     if below(key):
         lo = key
@@ -657,17 +667,17 @@ def _grid_exponent(k: Any) -> int:
     return k
 
 
-def _validate_value(value: Any) -> float | int:
+def _validate_value(value: Any, name: str = "value") -> float | int:
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         if abs(int(value)) >= 2**1023:
-            raise ValueError(f"value must be a finite number below 2**1023 in size, got {value!r}")
+            raise ValueError(f"{name} must be a finite number below 2**1023 in size, got {value!r}")
         return int(value)
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"value must be a finite number, got {value!r}") from None
+        raise ValueError(f"{name} must be a finite number, got {value!r}") from None
     if not math.isfinite(v):
-        raise ValueError(f"value must be a finite number, got {value!r}")
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
     return v
 
 
@@ -746,6 +756,60 @@ def add_noise(
         if size is None:
             return draw()
         return np.array([draw() for _ in range(int(size))], dtype=np.float64)
+    finally:
+        ctx.prec = old
+
+
+def uniform(low: float, high: float, rng: Any = None) -> float:
+    """The correctly rounded double of low + U·(high − low), U uniform on (0, 1) exactly.
+
+    For releases that pick a point uniformly inside a data-dependent interval
+    (e.g. the exponential-mechanism quantile): the textbook
+    ``low + u * (high - low)`` in doubles has an output set that depends on
+    ``low`` and ``high`` (Mironov's porosity); this one is a function of the
+    exact real-number point only.  Always returns a double in [low, high].
+    """
+    source = resolve(rng)
+    lo = float(_validate_value(low, "low"))
+    hi = float(_validate_value(high, "high"))
+    if not lo <= hi:
+        raise ValueError(f"low must be <= high, got low={low!r}, high={high!r}")
+    if lo == hi:
+        return lo
+    u = _LazyUniform(source)
+    old = ctx.prec
+    try:
+        # Doubles span 2^−1074 … 2^1024: at this precision every sum and product
+        # below is exact, so the comparisons are exact rational ones.
+        ctx.prec = 2240
+        a, diff = arb(lo), arb(hi) - arb(lo)
+        bounds: list[arb] = []
+
+        def below(key: int) -> bool:
+            """Is boundary(key) ≤ low + U·(high − low)?"""
+            b = _FloatCells.boundary(key)
+            if b is _NEG_INF:
+                return True
+            if b is _POS_INF:
+                return False
+            while True:
+                if not bounds:
+                    ctx.prec = 2240 + u.k
+                    bounds[:] = [a + u.lower() * diff, a + u.upper() * diff]
+                    _WORK[0] += 1
+                if b <= bounds[0]:
+                    return True
+                if b >= bounds[1]:
+                    return False
+                u.refine()
+                bounds.clear()
+
+        p, c = u.guess()
+        frac = 0.5 + c
+        with np.errstate(all="ignore"):
+            guess = float(np.float64(lo) + np.float64(frac) * (np.float64(hi) - np.float64(lo)))
+        guess = min(max(guess, lo), hi) if math.isfinite(guess) else lo
+        return _key_float(_search(below, _float_key(guess), _FloatCells))
     finally:
         ctx.prec = old
 
