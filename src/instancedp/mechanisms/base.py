@@ -81,13 +81,17 @@ def add_noise(value: float, scale: float, noise: NoiseDistribution, source: Rand
     """value + scale·Z, Z ~ noise.
 
     Secure sources take the exact path (``instancedp.noise.exact``: the
-    correctly rounded float64 of the real-number sum, Mironov-safe); seeded
-    simulation sources take the fast float path.
+    correctly rounded float64 of the real-number sum, Mironov-safe).  The
+    scale (a smooth sensitivity or a data-free constant) and the noise's own
+    scale were computed in floating point, so the scale is first raised by 16 ulps to an
+    upper bound on its real value: more noise never hurts the guarantee.
+    Seeded simulation sources take the fast float path.
     """
     if source.secure:
         from ..noise.exact import add_noise as exact_add_noise
+        from ..noise.exact import scale_upper_bound
 
-        return float(exact_add_noise(value, scale, noise, size=None, rng=source))
+        return float(exact_add_noise(value, scale_upper_bound(scale), noise, size=None, rng=source))
     return float(value + scale * noise.sample(None, source))
 
 
