@@ -91,7 +91,8 @@ def test_default_source_is_the_os_csprng():
 
 
 def test_mechanism_add_noise_routes_secure_sources_here():
-    """mechanisms.base.add_noise: a secure source gives exactly this module's output."""
+    """mechanisms.base.add_noise: a secure source gives exactly this module's output,
+    at the scale raised to its 16-ulp upper bound (float-computed scales)."""
 
     class Replay(SecureRandom):
         def __init__(self, data: bytes) -> None:
@@ -104,8 +105,12 @@ def test_mechanism_add_noise_routes_secure_sources_here():
 
     data = np.random.default_rng(3).bytes(4096)
     got = mechanism_add_noise(7.0, 2.0, StudentT(3.0), Replay(data))
-    want = add_noise(7.0, 2.0, StudentT(3.0), size=None, rng=Replay(data))
+    raised = 2.0
+    for _ in range(16):
+        raised = math.nextafter(raised, math.inf)
+    want = add_noise(7.0, raised, StudentT(3.0), size=None, rng=Replay(data))
     assert got == want
+    assert got != add_noise(7.0, 2.0, StudentT(3.0), size=None, rng=Replay(data))
 
 
 @pytest.mark.parametrize(
