@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Session": "session",
+    "BudgetExceeded": "ledger",
     "Release": "mechanisms.base",
 }
 

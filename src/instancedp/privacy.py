@@ -12,8 +12,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.optimize import minimize_scalar
-
 from . import _validate
 
 
@@ -131,6 +129,8 @@ def zcdp_to_epsilon(rho: float, delta: float) -> float:
     """
     rho = _validate.finite_positive(rho, "rho")
     delta = _validate.delta(delta, allow_zero=False)
+    from scipy.optimize import minimize_scalar  # lazy: keeps CLI start-up fast
+
     classic = rho + 2 * math.sqrt(rho * math.log(1 / delta))
     # The optimum α is near 1 + sqrt(ln(1/δ)/ρ); search in log(α − 1).
     res = minimize_scalar(
