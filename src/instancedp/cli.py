@@ -596,6 +596,8 @@ EXPERIMENTS: dict[str, tuple[str, str | None]] = {
     "gaussian": ("gaussian", "gaussian.py"),
     "smalldb": ("smalldb", "smalldb.py"),
     "compare": ("compare", None),
+    "sensitivity": ("sensitivity", "sensitivity.py"),
+    "safe_sampling": ("safe_sampling", "safe_sampling.py"),
 }
 
 
@@ -633,10 +635,10 @@ def _run_benchmark_script(script: Path, outdir: Path, quick: bool) -> None:
 def run_experiment(name: str, outdir: Path, quick: bool = True) -> str:
     """Regenerate one experiment's tables/figures into ``outdir``; a one-line status.
 
-    From a source checkout the matching ``benchmarks/`` script renders the
-    experiment (its docs/results folder redirected to ``outdir``; ``--quick``
-    unless ``quick=False``).  Otherwise the module's ``reproduce(outdir,
-    quick=...)`` is used if it has one, else every public function with a
+    The module's own ``reproduce(outdir, quick=...)`` is used if it has one;
+    else, from a source checkout, the matching ``benchmarks/`` script renders
+    the experiment (its docs/results folder redirected to ``outdir``;
+    ``--quick`` unless ``quick=False``); else every public function with a
     ``quick`` flag (all other arguments defaulted) is run and its rows are
     written as ``<name>[_<function>].md/.json``.
     """
@@ -656,6 +658,10 @@ def run_experiment(name: str, outdir: Path, quick: bool = True) -> str:
         if name == "compare":
             module.write(module.compare(quick=quick), outdir, name="compare")
             return f"ok ({time.perf_counter() - t0:.1f} s)"
+        fn = getattr(module, "reproduce", None)
+        if callable(fn):
+            fn(outdir, quick=quick)
+            return f"ok ({time.perf_counter() - t0:.1f} s)"
         bdir = _benchmarks_dir()
         if script and bdir is not None and (bdir / script).is_file():
             # Quiet: the scripts print their tables, and numeric RuntimeWarnings
@@ -664,10 +670,6 @@ def run_experiment(name: str, outdir: Path, quick: bool = True) -> str:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 _run_benchmark_script(bdir / script, outdir, quick)
             return f"ok (benchmarks/{script}, {time.perf_counter() - t0:.1f} s)"
-        fn = getattr(module, "reproduce", None)
-        if callable(fn):
-            fn(outdir, quick=quick)
-            return f"ok ({time.perf_counter() - t0:.1f} s)"
         written = 0
         for fname, f in inspect.getmembers(module, inspect.isfunction):
             if fname.startswith("_") or f.__module__ != module.__name__:
