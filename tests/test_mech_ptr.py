@@ -193,3 +193,15 @@ def test_stable_release_validation():
         StableRelease(MEDIAN, 1.0, 1e-6)
     with pytest.raises(ValueError, match="categories"):
         Mode(["a"]).counts(["a", "z"])
+
+
+def test_distance_with_library_median_matches_bfs():
+    """The library's Median (closed-form A^(k)) gives PTR the same distances as BFS."""
+    from instancedp.queries.order import Median
+
+    real = Median(0, 5)
+    for bound in (0.5, 1.0, 2.0, 4.0, 5.0):
+        for x in MEDIAN.all[::2]:
+            assert real.value(x) == MEDIAN.value(x)
+            want = bfs_distance(MEDIAN, x, lambda y, b=bound: MEDIAN._ls[y] > b)
+            assert distance_to_high_sensitivity(real, x, bound) == want, (x, bound)
