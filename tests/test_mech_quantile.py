@@ -86,3 +86,23 @@ def test_record_is_public():
 def test_bad_input(args, msg):
     with pytest.raises(ValueError, match=msg):
         ExponentialQuantile(*args)
+
+
+def test_secure_release_uses_the_exactly_rounded_uniform(monkeypatch):
+    """The secure path draws the point inside the chosen interval with
+    exact.uniform (Mironov-safe), never with lo + u·(hi − lo) in floats."""
+    import instancedp.noise.exact as exact
+
+    calls = []
+    real = exact.uniform
+
+    def spy(lo, hi, rng=None):
+        calls.append((lo, hi))
+        return real(lo, hi, rng)
+
+    monkeypatch.setattr(exact, "uniform", spy)
+    mech = ExponentialQuantile(0.5, 0.0, 10.0, epsilon=1.0)
+    rel = mech.release([1.0, 2.0, 3.0, 4.0])
+    assert rel.secure and len(calls) == 1
+    lo, hi = calls[0]
+    assert lo <= rel.value <= hi

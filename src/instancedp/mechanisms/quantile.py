@@ -109,9 +109,15 @@ class ExponentialQuantile(Mechanism):
         pts, logw = interval_log_weights(data, self.q, self.lower, self.upper, self.epsilon)
         i = sample_index_from_log_weights(logw, source)
         lo, hi = float(pts[i]), float(pts[i + 1])
-        value = lo + source.uniform() * (hi - lo)
-        # Rounding can only land on an endpoint of the chosen interval; keep it inside.
-        value = min(max(value, lo), hi)
+        if source.secure:
+            # Exactly rounded point: the float lo + u·(hi − lo) would reveal the
+            # data-dependent endpoints through its low-order bits (Mironov 2012).
+            from ..noise.exact import uniform as exact_uniform
+
+            value = exact_uniform(lo, hi, source)
+        else:
+            # Simulation path; rounding can only land on an endpoint, keep it inside.
+            value = min(max(lo + source.uniform() * (hi - lo), lo), hi)
         return self._record(value, source)
 
     def output_distribution(self, data: Any) -> OutputDistribution:

@@ -131,7 +131,8 @@ class SmoothSensitivityMechanism(Mechanism):
     delta : required for ``"laplace"`` (NRS (ε, δ)-DP).
     n : a public dataset size for the default-γ rule under add/remove neighbours
         (under substitution n is public and taken from the data).
-    **shape : fixed family shape (e.g. ``alpha`` for PolyPlace, ``d`` for Student t);
+    **shape : fixed family shape (``df`` for Student t, ``power`` for Cauchy,
+        ``sigma`` for the log-normal families; PolyPlace's shape is ε/γ);
         omitted = the shape ``calibrate`` picks as best for (ε, γ).
     """
 
@@ -227,8 +228,10 @@ class SmoothSensitivityMechanism(Mechanism):
         cal = self._calibration(gamma)
         if cal.guarantee != self._guarantee:  # pragma: no cover - calibrate contract
             raise RuntimeError("calibration guarantee changed with gamma")
-        value = float(self.query.value(data))
-        ss = float(self.query.smooth_sensitivity(data, beta=gamma))
+        # Validate, clamp and sort once; value and SS share the prepared data.
+        prepared = self.query.prepare(data) if hasattr(self.query, "prepare") else data
+        value = float(self.query.value(prepared))
+        ss = float(self.query.smooth_sensitivity(prepared, beta=gamma))
         if not math.isfinite(ss):
             raise ValueError(
                 "the smooth sensitivity is unbounded for this query; give it finite bounds"
