@@ -31,7 +31,7 @@ def test_demo_runs_end_to_end(tmp_path):
     finally:
         con.close()
     assert got == [("goog", "released"), ("karate", "released")]
-    assert "remaining for 'goog': epsilon=1.5 of epsilon=2" in r.stdout
+    assert "remaining for 'goog': epsilon=1 of epsilon=2" in r.stdout
     # The comparison plot exists, is a PNG, and its path is printed.
     png = out / "compare.png"
     assert f"plot: {png.resolve()}" in r.stdout

@@ -193,3 +193,19 @@ def test_release_statistic_by_name(tmp_path):
         s.release_statistic("median", "x", epsilon=0.5)
     r = s.release_statistic("median", "x", epsilon=0.5, bounds=(0, 100), rng=simulation(2))
     assert r.guarantee == PureDP(0.5) and s.remaining.epsilon == 0
+
+
+def test_default_median_mechanism_depends_on_public_epsilon_only():
+    """Median/quantile default: exponential mechanism below ε = 1, smooth at ε ≥ 1
+    (docs/results/median.md, median_ties.md); other statistics keep theirs."""
+    from instancedp.session import build_mechanism, default_mechanism
+
+    assert default_mechanism("median", 0.5) == "exponential"
+    assert default_mechanism("quantile", 0.99) == "exponential"
+    assert default_mechanism("median", 1.0) == "smooth"
+    assert default_mechanism("median") == "smooth"
+    assert default_mechanism("trimmed-mean", 0.1) == "smooth"
+    low = build_mechanism("median", 0.5, bounds=(0, 10))
+    high = build_mechanism("median", 2.0, bounds=(0, 10))
+    assert low.name == "exponential_quantile" and low.guarantee.epsilon == 0.5
+    assert high.name == "smooth_sensitivity" and high.guarantee.epsilon == 2.0

@@ -1,7 +1,7 @@
 """``make demo``: real private releases end to end on data shipped with the package.
 
 1. The median closing price of Google stock (``data/goog.csv``, 1,047 trading
-   days) with the default smooth-sensitivity mechanism, charged to a fresh
+   days) at ε = 1 with the default (smooth-sensitivity) mechanism, charged to a fresh
    SQLite ledger with a total budget of ε = 2;
 2. the number of triangles in Zachary's karate-club network
    (``data/karate.edges``) under edge privacy, on its own budget;
@@ -46,10 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"data: {goog} (column 'close', public bounds [0, 1000] dollars)")
     print(
         "CLI:  instancedp release src/instancedp/data/goog.csv --column close "
-        "--statistic median --epsilon 0.5 --bounds 0 1000 "
+        "--statistic median --epsilon 1 --bounds 0 1000 "
         f"--ledger {ledger} --budget-epsilon 2 --dataset-id goog"
     )
-    mech = build_mechanism("median", 0.5, bounds=(0, 1000))
+    mech = build_mechanism("median", 1.0, bounds=(0, 1000))
     with Session(goog, PureDP(2.0), ledger=ledger, dataset_id="goog") as s:
         r = s.release(mech, "close")
         print(f"released median close: {r.value:.2f} dollars")
