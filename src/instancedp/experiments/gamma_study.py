@@ -25,19 +25,10 @@ from typing import Any
 import numpy as np
 from scipy import integrate, optimize
 
-from ..noise import calibrate, max_gamma
+from ..noise import FAMILIES, calibrate, max_gamma
 from ..privacy import zcdp_to_epsilon
 from ..queries.order import Median
 
-FAMILIES: tuple[str, ...] = (
-    "polyplace",
-    "student_t",
-    "cauchy",
-    "laplace",
-    "laplace_log_normal",
-    "uniform_log_normal",
-    "arsinh_normal",
-)
 ZCDP_FAMILIES = ("laplace_log_normal", "uniform_log_normal", "arsinh_normal")
 FRACTIONS: tuple[float, ...] = (
     0.02,

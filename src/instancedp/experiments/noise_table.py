@@ -25,21 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from ..noise import Gaussian, Laplace, calibrate, max_gamma
+from ..noise import FAMILIES, Gaussian, Laplace, calibrate, max_gamma
 from ..noise.base import NoiseDistribution
 from ..noise.calibrate import claim18_laplace_std
 from ..random import simulation
 
 GAMMAS: tuple[float, ...] = (0.001, 0.01, 0.03, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.45)
-FAMILY_COLUMNS: tuple[str, ...] = (
-    "polyplace",
-    "student_t",
-    "cauchy",
-    "laplace",
-    "laplace_log_normal",
-    "uniform_log_normal",
-    "arsinh_normal",
-)
+FAMILY_COLUMNS: tuple[str, ...] = FAMILIES
 # FORMULAS.md §7 (ε = 1): γ → (PolyPlace std, best-t std, best d).
 PUBLISHED_SECTION7: dict[float, tuple[float, float, float | None]] = {
     0.001: (1.417, 1.742, 4.96),

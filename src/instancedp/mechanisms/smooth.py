@@ -30,19 +30,11 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from ..noise.calibrate import FAMILIES
 from ..privacy import Guarantee
 from ..random import resolve
 from .base import Mechanism, OutputDistribution, Release, add_noise
 
-FAMILIES: tuple[str, ...] = (
-    "polyplace",
-    "student_t",
-    "cauchy",
-    "laplace",
-    "laplace_log_normal",
-    "uniform_log_normal",
-    "arsinh_normal",
-)
 APPROX_FAMILIES: tuple[str, ...] = ("laplace",)
 
 # γ = c_family · min(ε, γ_max(family, ε, δ)): the fraction c_family that
