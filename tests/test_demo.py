@@ -31,7 +31,8 @@ def test_demo_runs_end_to_end(tmp_path):
     finally:
         con.close()
     assert got == [("goog", "released"), ("karate", "released")]
-    assert "remaining for 'goog': epsilon=1 of epsilon=2" in r.stdout
+    assert "remaining for 'goog': epsilon=1 of epsilon=3" in r.stdout
+    assert "mechanism: smooth_sensitivity" in r.stdout
     # The comparison plot exists, is a PNG, and its path is printed.
     png = out / "compare.png"
     assert f"plot: {png.resolve()}" in r.stdout

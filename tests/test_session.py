@@ -195,17 +195,33 @@ def test_release_statistic_by_name(tmp_path):
     assert r.guarantee == PureDP(0.5) and s.remaining.epsilon == 0
 
 
-def test_default_median_mechanism_depends_on_public_epsilon_only():
-    """Median/quantile default: exponential mechanism below ε = 1, smooth at ε ≥ 1
-    (docs/results/median.md, median_ties.md); other statistics keep theirs."""
+def test_default_median_mechanism_depends_on_public_epsilon_and_n_only():
+    """Median/quantile default: smooth sensitivity iff ε·n ≥ 2000 (n = 1000 when not
+    given), else the exponential mechanism (docs/results/median.md, median_ties.md);
+    other statistics keep theirs."""
     from instancedp.session import build_mechanism, default_mechanism
 
     assert default_mechanism("median", 0.5) == "exponential"
     assert default_mechanism("quantile", 0.99) == "exponential"
-    assert default_mechanism("median", 1.0) == "smooth"
+    assert default_mechanism("median", 1.0) == "exponential"
+    assert default_mechanism("median", 2.0) == "smooth"
     assert default_mechanism("median") == "smooth"
+    assert default_mechanism("median", 0.5, n=10_000) == "smooth"
+    assert default_mechanism("median", 1.0, n=1999) == "exponential"
+    assert default_mechanism("median", 0.1, n=10_000) == "exponential"
     assert default_mechanism("trimmed-mean", 0.1) == "smooth"
     low = build_mechanism("median", 0.5, bounds=(0, 10))
     high = build_mechanism("median", 2.0, bounds=(0, 10))
+    big_n = build_mechanism("median", 0.5, bounds=(0, 10), n=5000)
     assert low.name == "exponential_quantile" and low.guarantee.epsilon == 0.5
     assert high.name == "smooth_sensitivity" and high.guarantee.epsilon == 2.0
+    assert big_n.name == "smooth_sensitivity"
+
+
+def test_release_statistic_uses_the_public_n_for_the_median_default(tmp_path):
+    x = np.arange(3000, dtype=float) % 21  # tie-heavy, n = 3000
+    with Session(x, PureDP(2.0), ledger=tmp_path / "l.db") as s:
+        big = s.release_statistic("median", epsilon=1.0, bounds=(0, 20), rng=simulation(1))
+        small = s.release_statistic("median", epsilon=0.5, bounds=(0, 20), rng=simulation(1))
+    assert big.mechanism == "smooth_sensitivity"  # ε·n = 3000 ≥ 2000
+    assert small.mechanism == "exponential_quantile"  # ε·n = 1500 < 2000

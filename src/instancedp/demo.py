@@ -1,8 +1,8 @@
 """``make demo``: real private releases end to end on data shipped with the package.
 
 1. The median closing price of Google stock (``data/goog.csv``, 1,047 trading
-   days) at ε = 1 with the default (smooth-sensitivity) mechanism, charged to a fresh
-   SQLite ledger with a total budget of ε = 2;
+   days) at ε = 2 with the default (smooth-sensitivity) mechanism, charged to a fresh
+   SQLite ledger with a total budget of ε = 3;
 2. the number of triangles in Zachary's karate-club network
    (``data/karate.edges``) under edge privacy, on its own budget;
 3. the budget left in the ledger;
@@ -46,12 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"data: {goog} (column 'close', public bounds [0, 1000] dollars)")
     print(
         "CLI:  instancedp release src/instancedp/data/goog.csv --column close "
-        "--statistic median --epsilon 1 --bounds 0 1000 "
-        f"--ledger {ledger} --budget-epsilon 2 --dataset-id goog"
+        "--statistic median --epsilon 2 --bounds 0 1000 "
+        f"--ledger {ledger} --budget-epsilon 3 --dataset-id goog"
     )
-    mech = build_mechanism("median", 1.0, bounds=(0, 1000))
-    with Session(goog, PureDP(2.0), ledger=ledger, dataset_id="goog") as s:
-        r = s.release(mech, "close")
+    with Session(goog, PureDP(3.0), ledger=ledger, dataset_id="goog") as s:
+        r = s.release_statistic("median", "close", epsilon=2.0, bounds=(0, 1000))
         print(f"released median close: {r.value:.2f} dollars")
         print(f"guarantee: {r.guarantee.describe()}  mechanism: {r.mechanism}")
         print(f"public parameters: {dict(r.parameters)}")
