@@ -177,8 +177,9 @@ def test_release_text_and_json_carry_only_public_fields(tmp_path):
     from instancedp.queries import Median
 
     led = tmp_path / "l.db"
-    r = cli("release", GOOG, "--column", "close", "--statistic", "median", "--epsilon", "1",
-            "--bounds", "0", "1000", "--ledger", str(led), "--budget-epsilon", "3",
+    # ε·n = 2·1047 ≥ 2000: the default is the smooth-sensitivity mechanism.
+    r = cli("release", GOOG, "--column", "close", "--statistic", "median", "--epsilon", "2",
+            "--bounds", "0", "1000", "--ledger", str(led), "--budget-epsilon", "4",
             "--seed", "5", "--json")  # fmt: skip
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -187,8 +188,9 @@ def test_release_text_and_json_carry_only_public_fields(tmp_path):
         "remaining", "ledger", "dataset_id",
     }  # fmt: skip
     assert out["secure"] is False and "SIMULATION" in r.stderr
-    assert out["guarantee"] == {"type": "pure", "epsilon": 1.0}
+    assert out["guarantee"] == {"type": "pure", "epsilon": 2.0}
     assert out["remaining"]["exact"] == {"epsilon": "2"}
+    assert out["mechanism"] == "smooth_sensitivity"
     # No data-derived quantity anywhere in the output: not the true median, not
     # its local or smooth sensitivity (at the γ reported), not SS/γ.
     x = read_column(GOOG, "close")

@@ -225,3 +225,16 @@ def test_release_statistic_uses_the_public_n_for_the_median_default(tmp_path):
         small = s.release_statistic("median", epsilon=0.5, bounds=(0, 20), rng=simulation(1))
     assert big.mechanism == "smooth_sensitivity"  # ε·n = 3000 ≥ 2000
     assert small.mechanism == "exponential_quantile"  # ε·n = 1500 < 2000
+
+
+def test_smooth_only_options_imply_the_smooth_mechanism():
+    from instancedp.session import build_mechanism
+
+    # ε·n below the threshold would default to the exponential mechanism, but
+    # asking for a noise family or γ means the smooth mechanism.
+    assert build_mechanism("median", 0.5, bounds=(0, 10), noise="student_t").name == (
+        "smooth_sensitivity"
+    )
+    assert build_mechanism("median", 0.5, bounds=(0, 10), gamma=0.1).name == "smooth_sensitivity"
+    with pytest.raises(ValueError, match="--noise applies to --mechanism smooth only"):
+        build_mechanism("median", 0.5, bounds=(0, 10), noise="cauchy", mechanism="exponential")

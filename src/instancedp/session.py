@@ -396,6 +396,10 @@ def build_mechanism(
     d = None if delta is None else _validate.delta(delta)
     if d == 0:
         d = None
+    if mechanism is None and (noise is not None or gamma is not None):
+        mechanism = "smooth"  # options that only the smooth mechanism takes imply it
+    elif mechanism is None and ptr_bound is not None:
+        mechanism = "ptr"
     name = _choice(mechanism or default_mechanism(statistic, eps, n), MECHANISMS, "mechanism")
     if noise is not None and name != "smooth":
         raise ValueError(f"--noise applies to --mechanism smooth only, not {name!r}")
