@@ -118,7 +118,7 @@ def _draws(mech: Any, data: np.ndarray, trials: int, seed: int) -> np.ndarray:
             out = np.asarray(sample(data, trials, rng=simulation(seed)), dtype=float)
             if out.shape == (trials,):
                 return out
-        except (TypeError, NotImplementedError):
+        except TypeError:
             pass
     src = simulation(seed)
     out = np.empty(trials)

@@ -150,7 +150,10 @@ class BoundedLocalSensitivity(Mechanism):
         """The law of the value: a Laplace mixture over the noisy bound (numerical quadrature)."""
         quad = getattr(self.bound_mechanism, "quadrature", None)
         if not callable(quad):
-            raise NotImplementedError("this bound mechanism gives no quadrature for its law")
+            raise TypeError(
+                "output_distribution needs a bound mechanism with a quadrature() of its law; "
+                f"{type(self.bound_mechanism).__name__} has none"
+            )
         g, w = quad(self.query, data, self.epsilon_bound, self.delta, points)
         value = float(self.query.value(data))
         if g.size == 1 and g[0] == 0.0:

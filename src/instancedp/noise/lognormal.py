@@ -27,6 +27,7 @@ Each is multiplied by ``scale``.  Closed forms used here:
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from typing import Any
 
 import numpy as np
@@ -150,8 +151,9 @@ class _SymmetricFromTail(NoiseDistribution):
 
     sigma: float
 
-    def _log_tail_abs(self, a: np.ndarray) -> np.ndarray:  # log P(|Z/scale| > a)
-        raise NotImplementedError
+    @abstractmethod
+    def _log_tail_abs(self, a: np.ndarray) -> np.ndarray:
+        """log P(|Z/scale| > a)."""
 
     def cdf(self, x: Any) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)

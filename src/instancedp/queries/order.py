@@ -41,6 +41,7 @@ exact logarithm.
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -286,9 +287,9 @@ class _OrderStatistic(Query):
         self.lower, self.upper = _validate.bounds(lower, upper)
         self.drop_missing = bool(drop_missing)
 
+    @abstractmethod
     def index(self, n: int) -> int:
         """The 1-based index m of the statistic among n sorted values."""
-        raise NotImplementedError
 
     def prepare_key(self) -> tuple:
         # every order statistic (and the trimmed mean) with these bounds shares the sort
