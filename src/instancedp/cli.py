@@ -34,6 +34,18 @@ app.add_typer(ledger_app, name="ledger")
 EXIT_BAD_INPUT = 2
 EXIT_BUDGET = 3
 
+# Options shared by `release` and `release-graph` (and `--json` everywhere).
+PtrBoundOpt = Annotated[float | None, typer.Option(help="Proposed LS bound for ptr.")]
+LedgerOpt = Annotated[Path | None, typer.Option(help="SQLite budget ledger file.")]
+BudgetEpsilonOpt = Annotated[float | None, typer.Option(help="Total ε (first use).")]
+BudgetDeltaOpt = Annotated[float | None, typer.Option(help="Total δ (first use).")]
+BudgetRhoOpt = Annotated[float | None, typer.Option(help="Total zCDP ρ (first use).")]
+ZcdpDeltaOpt = Annotated[
+    float | None, typer.Option(help="δ at which a zCDP release is charged to an (ε, δ) budget.")
+]
+DatasetIdOpt = Annotated[str, typer.Option(help="Budget key in the ledger.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
 
 class CLIError(ValueError):
     """Bad command-line input (exit 2)."""
@@ -190,19 +202,16 @@ def release(
     gamma: Annotated[
         float | None, typer.Option(help="Smoothness γ (default: public rule).")
     ] = None,
-    ptr_bound: Annotated[float | None, typer.Option(help="Proposed LS bound for ptr.")] = None,
+    ptr_bound: PtrBoundOpt = None,
     sql: Annotated[str | None, typer.Option(help="SQL (DuckDB) selecting the column.")] = None,
     drop_missing: Annotated[bool, typer.Option(help="Drop NULL/NaN instead of refusing.")] = False,
-    ledger: Annotated[Path | None, typer.Option(help="SQLite budget ledger file.")] = None,
-    budget_epsilon: Annotated[float | None, typer.Option(help="Total ε (first use).")] = None,
-    budget_delta: Annotated[float | None, typer.Option(help="Total δ (first use).")] = None,
-    budget_rho: Annotated[float | None, typer.Option(help="Total zCDP ρ (first use).")] = None,
-    zcdp_delta: Annotated[
-        float | None,
-        typer.Option(help="δ at which a zCDP release is charged to an (ε, δ) budget."),
-    ] = None,
-    dataset_id: Annotated[str, typer.Option(help="Budget key in the ledger.")] = "default",
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    ledger: LedgerOpt = None,
+    budget_epsilon: BudgetEpsilonOpt = None,
+    budget_delta: BudgetDeltaOpt = None,
+    budget_rho: BudgetRhoOpt = None,
+    zcdp_delta: ZcdpDeltaOpt = None,
+    dataset_id: DatasetIdOpt = "default",
+    json_out: JsonOpt = False,
     seed: Annotated[
         int | None,
         typer.Option(help="Seeded simulation randomness: NOT a secure release (demos only)."),
@@ -253,20 +262,17 @@ def release_graph(
     mechanism: Annotated[str | None, typer.Option(help="smooth|ptr|laplace|bounded-ls.")] = None,
     noise: Annotated[str | None, typer.Option(help="Smooth-sensitivity noise family.")] = None,
     gamma: Annotated[float | None, typer.Option(help="Smoothness γ.")] = None,
-    ptr_bound: Annotated[float | None, typer.Option(help="Proposed LS bound for ptr.")] = None,
+    ptr_bound: PtrBoundOpt = None,
     normalise: Annotated[
         bool, typer.Option(help="Drop self-loops and merge repeated edges instead of refusing.")
     ] = False,
-    ledger: Annotated[Path | None, typer.Option(help="SQLite budget ledger file.")] = None,
-    budget_epsilon: Annotated[float | None, typer.Option(help="Total ε (first use).")] = None,
-    budget_delta: Annotated[float | None, typer.Option(help="Total δ (first use).")] = None,
-    budget_rho: Annotated[float | None, typer.Option(help="Total zCDP ρ (first use).")] = None,
-    zcdp_delta: Annotated[
-        float | None,
-        typer.Option(help="δ at which a zCDP release is charged to an (ε, δ) budget."),
-    ] = None,
-    dataset_id: Annotated[str, typer.Option(help="Budget key in the ledger.")] = "default",
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    ledger: LedgerOpt = None,
+    budget_epsilon: BudgetEpsilonOpt = None,
+    budget_delta: BudgetDeltaOpt = None,
+    budget_rho: BudgetRhoOpt = None,
+    zcdp_delta: ZcdpDeltaOpt = None,
+    dataset_id: DatasetIdOpt = "default",
+    json_out: JsonOpt = False,
     seed: Annotated[int | None, typer.Option(help="Seeded simulation (NOT secure).")] = None,
 ) -> None:
     """Release a private subgraph count under edge privacy."""
@@ -428,7 +434,7 @@ def audit(
     samples: Annotated[int, typer.Option(help="Samples per neighbour dataset.")] = 100_000,
     seed: Annotated[int, typer.Option(help="Audit seed.")] = 0,
     list_: Annotated[bool, typer.Option("--list", help="List the catalogue.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Audit a built-in mechanism: exact privacy profile and a black-box lower bound on ε."""
     from .audit import catalogue
@@ -519,7 +525,7 @@ def noise_table(
     epsilon: Annotated[float, typer.Option(help="ε (the table is per unit of SS).")] = 1.0,
     delta: Annotated[float, typer.Option(help="δ for the Laplace row.")] = 1e-5,
     out: Annotated[Path | None, typer.Option(help="Folder for noise_table.md/.json/.png.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Standard deviation of each smooth-sensitivity noise family per unit of SS (issue 2)."""
     from . import _validate
@@ -755,7 +761,7 @@ def ledger_init(
 def ledger_show(
     path: Annotated[Path, typer.Argument(help="Ledger file.")],
     history: Annotated[bool, typer.Option(help="List every charge.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Budgets, spend and remaining budget per dataset."""
     from .ledger import Ledger
