@@ -8,7 +8,6 @@ bytes).  Budget exhaustion gives exit 3 with the remaining budget.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -18,23 +17,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_support import assert_bad as _assert_bad
+from cli_support import cli
 
 from instancedp.io import shipped
 
 GOOG = str(shipped("goog.csv"))
 KARATE = str(shipped("karate.edges"))
-
-
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONWARNINGS="ignore", COLUMNS="200")
-    return subprocess.run(
-        [sys.executable, "-m", "instancedp.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=cwd,
-    )
 
 
 def rows(ledger: Path) -> int:
@@ -71,15 +60,6 @@ def files(tmp_path_factory):
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     return {"dir": d, "csv": str(csv), "parquet": str(pqf), "ledger": led}
-
-
-def _assert_bad(r: subprocess.CompletedProcess, *needles: str, code: int = 2) -> None:
-    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
-    lines = [x for x in r.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1, r.stderr
-    assert "Traceback" not in r.stderr + r.stdout
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
 
 
 BAD_INPUTS = {

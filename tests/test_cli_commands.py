@@ -3,28 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONWARNINGS="ignore", COLUMNS="200")
-    return subprocess.run(
-        [sys.executable, "-m", "instancedp.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-
-
-def _assert_bad(r: subprocess.CompletedProcess, *needles: str) -> None:
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    lines = [x for x in r.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and "Traceback" not in r.stderr + r.stdout, r.stderr
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
+from cli_support import assert_bad as _assert_bad
+from cli_support import cli
 
 
 def test_audit_list_run_and_bad_input():

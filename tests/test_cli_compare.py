@@ -4,36 +4,16 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from cli_support import assert_bad as _assert_bad
+from cli_support import cli
 
 from instancedp.experiments import compare as C
 from instancedp.io import shipped
 
 GOOG = str(shipped("goog.csv"))
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONWARNINGS="ignore", COLUMNS="200")
-    return subprocess.run(
-        [sys.executable, "-m", "instancedp.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-
-
-def _assert_bad(r: subprocess.CompletedProcess, *needles: str) -> None:
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    lines = [x for x in r.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
 
 
 def test_laplace_error_matches_the_closed_form():
