@@ -36,6 +36,7 @@ from ..random import resolve
 from .base import Mechanism, OutputDistribution, Release, add_noise
 
 APPROX_FAMILIES: tuple[str, ...] = ("laplace",)
+_TINY = math.ulp(0.0)  # smallest positive float: the floor of the noise scale
 
 # γ = c_family · min(ε, γ_max(family, ε, δ)): the fraction c_family that
 # minimised the median's mean absolute error in the study of
@@ -228,6 +229,11 @@ class SmoothSensitivityMechanism(Mechanism):
             raise ValueError(
                 "the smooth sensitivity is unbounded for this query; give it finite bounds"
             )
+        # SS can underflow to 0.0 where it is positive in the reals (e.g. e^{-746}),
+        # and a neighbour's may not: releasing q(x) exactly there would be an atom
+        # the neighbour lacks.  max(SS, smallest subnormal) is still a γ-smooth upper
+        # bound on LS (max of a γ-smooth function and a constant), so floor it.
+        ss = max(ss, _TINY)
         return value, ss, cal, gamma
 
     def release(self, data: Any, rng: Any = None) -> Release:
