@@ -29,6 +29,11 @@ from ..privacy import ApproxDP
 from ..random import RandomSource, resolve
 from .base import Mechanism, OutputDistribution, Release, add_noise
 
+# Smallest positive float.  SS_β can underflow to 0.0 where it is positive (and a
+# neighbour's may not): max(SS, _TINY) keeps ln SS of global sensitivity β, and
+# max(g, _TINY) is post-processing of g, so neither ever releases q(x) exactly.
+_TINY = math.ulp(0.0)
+
 
 def _unit_laplace() -> Any:
     from ..noise import Laplace
@@ -56,21 +61,18 @@ class SmoothSensitivityBound:
 
     def bound(self, query: Any, data: Any, epsilon: float, delta: float, source: RandomSource):
         ss = float(query.smooth_sensitivity(data, beta=self.beta_for(epsilon, delta)))
-        if ss == 0.0:
-            return 0.0
         if not math.isfinite(ss):
             raise ValueError("the smooth sensitivity is unbounded for this query; give it bounds")
+        ss = max(ss, _TINY)
         c, m = self.shift(epsilon, delta)
         log_g = add_noise(math.log(ss), c, _unit_laplace(), source) + m
-        return math.exp(log_g)
+        return max(math.exp(log_g), _TINY)
 
     def quadrature(
         self, query: Any, data: Any, epsilon: float, delta: float, points: int = 4001
     ) -> tuple[np.ndarray, np.ndarray]:
         """(bounds g_i, weights w_i): a quadrature rule for the law of g (analysis only)."""
-        ss = float(query.smooth_sensitivity(data, beta=self.beta_for(epsilon, delta)))
-        if ss == 0.0:
-            return np.zeros(1), np.ones(1)
+        ss = max(float(query.smooth_sensitivity(data, beta=self.beta_for(epsilon, delta))), _TINY)
         c, m = self.shift(epsilon, delta)
         # L ~ Lap(1) on [−60, 60] (mass outside < 1e−26); midpoint rule on a fine grid.
         edges = np.linspace(-60.0, 60.0, points + 1)
@@ -79,7 +81,7 @@ class SmoothSensitivityBound:
             edges < 0, 0.5 * np.exp(np.minimum(edges, 0)), 1 - 0.5 * np.exp(-np.abs(edges))
         )
         w = np.diff(cdf)
-        return ss * np.exp(c * mids + m), w / w.sum()
+        return np.maximum(ss * np.exp(c * mids + m), _TINY), w / w.sum()
 
     def parameters(self) -> dict[str, Any]:
         return {"bound_mechanism": self.name, "beta": self.beta}
@@ -141,9 +143,7 @@ class BoundedLocalSensitivity(Mechanism):
             self.bound_mechanism.bound(self.query, data, self.epsilon_bound, self.delta, source)
         )
         value = float(self.query.value(data))
-        if g == 0.0:
-            return self._record(value, source)
-        noisy = add_noise(value, g / self.epsilon_release, _unit_laplace(), source)
+        noisy = add_noise(value, max(g, _TINY) / self.epsilon_release, _unit_laplace(), source)
         return self._record(noisy, source)
 
     def output_distribution(self, data: Any, points: int = 4001) -> OutputDistribution:
