@@ -30,6 +30,7 @@ the smallest integer with P(|Z| > T) ≤ δ/2, so a union bound gives δ exactly
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -135,7 +136,7 @@ def bounded_ls(
     if int(b) < 1 or not 0 <= int(a) <= int(b):
         raise ValueError(f"counts must satisfy 0 <= a <= b and b >= 1, got a={a}, b={b}")
     source: RandomSource = resolve(rng)
-    scale = 2 / eps1
+    scale = 2 / Fraction(eps1)  # exact: the float 2/ε1 can round below it
     a_hat = int(a) + int(sample_discrete_laplace(scale, source))
     b_hat = int(b) + int(sample_discrete_laplace(scale, source))
     g = float(sensitivity_bound(a_hat, b_hat, interval_halfwidth(scale, dl)))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -138,7 +139,8 @@ def noisy_distance_passes(
     """One draw of the test d + DLap(1/ε) ≥ T (always passes for d = ∞)."""
     if math.isinf(distance):
         return True
-    z = sample_discrete_laplace(1.0 / epsilon, source)
+    # the exact real 1/ε: the float 1.0/ε can round below it (e.g. ε = 0.7)
+    z = sample_discrete_laplace(1 / Fraction(epsilon), source)
     return int(distance) + int(z) >= stability_threshold(epsilon, delta)
 
 
