@@ -118,8 +118,20 @@ def _run_sql(con: Any, sql: str, what: str | None = None) -> Any:
         raise DataError(f"SQL error: {first}: fix the query") from None
 
 
+# Spellings of a missing value in real CSV exports (R, pandas, Excel, SQL dumps);
+# they become NULL, so they are counted and refused unless --drop-missing.
+CSV_NULLS = ("", "NA", "N/A", "n/a", "NULL", "null", "None", "#N/A", "NaN", "nan")
+
+
 def _file_relation(path: Path) -> str:
-    return f"{_reader(path)}({_sql_literal(str(path))})"
+    reader = _reader(path)
+    if reader == "read_csv_auto":
+        # sample_size=-1: infer each column's type from every row, not the first
+        # 20,480 — otherwise a late "12.5" in an integer-looking column is
+        # silently rounded, and a late "NA" is a conversion error.
+        nulls = ", ".join(_sql_literal(x) for x in CSV_NULLS)
+        return f"{reader}({_sql_literal(str(path))}, sample_size=-1, nullstr=[{nulls}])"
+    return f"{reader}({_sql_literal(str(path))})"
 
 
 def column_names(path: str | Path) -> list[str]:
@@ -196,9 +208,11 @@ def _arrow_to_float(arr: Any, name: str, drop_missing: bool) -> np.ndarray:
         or pa.types.is_boolean(t)
         or pa.types.is_null(t)
     )
-    if not numeric and len(arr) and arr.null_count == len(arr):
-        # An all-empty CSV column has no type to infer (DuckDB says VARCHAR).
-        arr, t, numeric = pa.nulls(len(arr), pa.float64()), pa.float64(), True
+    if not numeric and arr.null_count == len(arr):
+        # An all-empty CSV column (or a header-only file) has no type to infer
+        # (DuckDB says VARCHAR): report it as missing values / an empty selection.
+        arr = pa.nulls(len(arr), pa.float64()) if len(arr) else pa.array([], pa.float64())
+        t, numeric = pa.float64(), True
     if not numeric:
         raise DataError(
             f"column {name!r} is not numeric (type {t}): choose a numeric column or cast it "
@@ -379,22 +393,30 @@ def read_edge_list(path: str | Path) -> np.ndarray:
     One edge per line, two vertex labels separated by whitespace or a comma;
     blank lines and lines starting with ``#`` or ``%`` are skipped, as is a
     header line whose fields are not both labels of the same kind as the rest.
-    Integer labels are kept; other labels (names) are numbered in sorted
+    Integer labels are kept (sparse large ids are renumbered 0..V-1, which
+    changes no subgraph count); other labels (names) are numbered in sorted
     order.  Extra fields (weights) are ignored.
     """
     p = _existing_file(path)
     rows: list[tuple[str, str]] = []
-    with open(p, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            s = line.strip()
-            if not s or s[0] in "#%":
-                continue
-            parts = s.replace(",", " ").replace(";", " ").split()
-            if len(parts) < 2:
-                raise DataError(
-                    f"{p.name} line {lineno}: expected two vertex labels per line, got {s!r}"
-                )
-            rows.append((parts[0], parts[1]))
+    try:
+        # utf-8-sig: a byte-order mark (Windows exports) must not hide the first edge.
+        with open(p, encoding="utf-8-sig") as fh:
+            for lineno, line in enumerate(fh, 1):
+                s = line.strip()
+                if not s or s[0] in "#%":
+                    continue
+                parts = s.replace(",", " ").replace(";", " ").split()
+                if len(parts) < 2:
+                    raise DataError(
+                        f"{p.name} line {lineno}: expected two vertex labels per line, got {s!r}"
+                    )
+                rows.append((parts[0], parts[1]))
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{p.name} is not UTF-8 text ({exc.reason} at byte {exc.start}): pass a plain-text "
+            "edge list (one 'u v' pair per line), re-encoded as UTF-8"
+        ) from None
     if not rows:
         raise DataError(f"{p.name} has no edges: one 'u v' pair per line expected")
 
@@ -410,13 +432,31 @@ def read_edge_list(path: str | Path) -> np.ndarray:
     if rows[1:] and rest_int and not first_int:
         rows = rows[1:]  # a header line such as "source,target"
     if all(is_int(u) and is_int(v) for u, v in rows):
-        edges = np.array([(int(u), int(v)) for u, v in rows], dtype=np.int64)
+        try:
+            edges = np.array([(int(u), int(v)) for u, v in rows], dtype=np.int64)
+        except OverflowError:
+            raise DataError(
+                f"{p.name}: a vertex id does not fit in 64 bits: use smaller ids or names"
+            ) from None
         if edges.size and edges.min() < 0:
             raise DataError(f"{p.name}: vertex ids must be >= 0 integers (or names)")
-        return edges.reshape(-1, 2)
+        return _compact_ids(edges.reshape(-1, 2))
     labels = sorted({x for e in rows for x in e})
     index = {lab: i for i, lab in enumerate(labels)}
     return np.array([(index[u], index[v]) for u, v in rows], dtype=np.int64).reshape(-1, 2)
+
+
+def _compact_ids(edges: np.ndarray) -> np.ndarray:
+    """Sparse integer ids (user ids, 10^11 and up) numbered 0..V-1 in sorted order.
+
+    The graph queries index vertices by id, so sparse large ids would need
+    memory for every id up to the largest.  Subgraph counts do not depend on
+    the labels (isolated vertices count for nothing), so renumbering changes
+    no statistic; ids already dense enough are kept as they are."""
+    if edges.size == 0 or int(edges.max()) < 4 * edges.size + 1024:
+        return edges
+    _, inverse = np.unique(edges, return_inverse=True)
+    return inverse.reshape(edges.shape).astype(np.int64)
 
 
 def graph_input(source: Any) -> Any:
@@ -425,6 +465,15 @@ def graph_input(source: Any) -> Any:
     queries normalise and validate them)."""
     if isinstance(source, (str, Path)):
         return read_edge_list(source)
+    if (
+        isinstance(source, np.ndarray)
+        and source.ndim == 2
+        and source.shape[1] == 2
+        and source.dtype.kind in "iu"
+        and source.size
+        and int(source.min()) >= 0
+    ):
+        return _compact_ids(source)
     return source
 
 

@@ -109,13 +109,20 @@ class Session:
         return self.ledger.history(self.dataset_id)
 
     # -- data -------------------------------------------------------------------
-    def column(self, column: str | None = None, *, sql: str | None = None) -> np.ndarray:
-        """The checked float64 column (read once, then cached)."""
-        key = ("column", column, sql)
+    def column(
+        self,
+        column: str | None = None,
+        *,
+        sql: str | None = None,
+        drop_missing: bool | None = None,
+    ) -> np.ndarray:
+        """The checked float64 column (read once, then cached).
+
+        ``drop_missing`` overrides the session's setting for this column."""
+        drop = self.drop_missing if drop_missing is None else bool(drop_missing)
+        key = ("column", column, sql, drop)
         if key not in self._cache:
-            self._cache[key] = _io.read_column(
-                self._data, column, sql=sql, drop_missing=self.drop_missing
-            )
+            self._cache[key] = _io.read_column(self._data, column, sql=sql, drop_missing=drop)
         return self._cache[key]
 
     def graph(self) -> Any:
@@ -127,10 +134,12 @@ class Session:
             self._cache[key] = as_graph(_io.graph_input(self._data))
         return self._cache[key]
 
-    def _input_for(self, mechanism: Any, column: str | None, sql: str | None) -> Any:
+    def _input_for(
+        self, mechanism: Any, column: str | None, sql: str | None, drop_missing: bool | None
+    ) -> Any:
         if _is_graph_mechanism(mechanism):
             return self.graph()
-        return self.column(column, sql=sql)
+        return self.column(column, sql=sql, drop_missing=drop_missing)
 
     # -- releasing --------------------------------------------------------------
     def release(
@@ -141,10 +150,13 @@ class Session:
         sql: str | None = None,
         rng: Any = None,
         convert_delta: float | None = None,
+        drop_missing: bool | None = None,
     ) -> Any:
         """Charge ``mechanism.guarantee``, then run ``mechanism.release``.
 
-        ``column``/``sql`` pick the input from the session's data.  ``rng``
+        ``column``/``sql`` pick the input from the session's data;
+        ``drop_missing`` (default: the session's) drops NULL/NaN instead of
+        refusing them.  ``rng``
         is None (secure randomness) or ``instancedp.random.simulation(seed)``
         (the release is then marked ``secure=False``).  ``convert_delta``:
         the δ at which a zCDP release is charged to an (ε, δ) budget.
@@ -157,7 +169,7 @@ class Session:
 
         source = resolve(rng)  # a bad rng is refused before anything is charged
         guarantee = mechanism.guarantee
-        data = self._input_for(mechanism, column, sql)
+        data = self._input_for(mechanism, column, sql, drop_missing)
         _precheck(mechanism, data)
         self.ledger.price(self.dataset_id, guarantee, convert_delta)  # CompositionError early
         params = mechanism.parameters() if callable(getattr(mechanism, "parameters", None)) else {}
@@ -188,23 +200,27 @@ class Session:
         sql: str | None = None,
         rng: Any = None,
         convert_delta: float | None = None,
+        drop_missing: bool | None = None,
         **options: Any,
     ) -> Any:
         """Build the mechanism by name (as ``instancedp release`` does) and release.
 
         ``options`` are :func:`build_mechanism`'s: ``mechanism``, ``bounds``,
         ``quantile``, ``trim``, ``k``, ``noise``, ``gamma``, ``ptr_bound``.
-        Everything is validated before the ledger is touched.
+        ``drop_missing`` (default: the session's) drops NULL/NaN instead of
+        refusing them.  Everything is validated before the ledger is touched.
         """
         mech = build_mechanism(statistic, epsilon, delta, **options)
         stat = str(statistic).lower().replace("_", "-")
         if stat in GRAPH_STATISTICS:
             return self.release(mech, rng=rng, convert_delta=convert_delta)
-        data = self.column(column, sql=sql)
+        data = self.column(column, sql=sql, drop_missing=drop_missing)
         check_input(stat, data)
         if stat in USES_PUBLIC_N:  # n is public under substitution neighbours
             mech = build_mechanism(statistic, epsilon, delta, n=int(data.size), **options)
-        return self.release(mech, column, sql=sql, rng=rng, convert_delta=convert_delta)
+        return self.release(
+            mech, column, sql=sql, rng=rng, convert_delta=convert_delta, drop_missing=drop_missing
+        )
 
     def _mark(self, charge_id: int, status: str) -> None:
         try:

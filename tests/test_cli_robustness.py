@@ -1,0 +1,39 @@
+"""The CLI on messy real-world files: a late 'NA', a header-only file, edge
+lists with a BOM, non-UTF-8 bytes or sparse 64-bit ids."""
+
+from __future__ import annotations
+
+import json
+
+from cli_support import assert_bad, cli
+
+
+def test_late_na_is_counted_as_missing(tmp_path):
+    f = tmp_path / "late.csv"
+    f.write_text("age\n" + "".join(f"{i % 90}\n" for i in range(30_000)) + "NA\n")
+    r = cli("release", str(f), "--epsilon", "50", "--bounds", "0", "100")
+    assert_bad(r, "1 missing", "--drop-missing")
+    r = cli("release", str(f), "--epsilon", "50", "--bounds", "0", "100", "--drop-missing")
+    assert r.returncode == 0, r.stderr
+    assert "value" in r.stdout
+
+
+def test_header_only_csv_is_an_empty_selection(tmp_path):
+    f = tmp_path / "hdr.csv"
+    f.write_text("age\n")
+    assert_bad(cli("release", str(f), "--epsilon", "1", "--bounds", "0", "100"), "empty")
+
+
+def test_edge_lists_bom_binary_and_sparse_ids(tmp_path):
+    bom = tmp_path / "bom.edges"
+    bom.write_bytes(b"\xef\xbb\xbf1 2\n2 3\n3 1\n")
+    r = cli("release-graph", str(bom), "--epsilon", "50", "--seed", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    assert abs(json.loads(r.stdout)["value"] - 1) < 0.5  # the first edge was kept
+    binf = tmp_path / "bin.edges"
+    binf.write_bytes(b"\xff\xfe1 2\n")
+    assert_bad(cli("release-graph", str(binf), "--epsilon", "1"), "not UTF-8")
+    big = tmp_path / "big.edges"
+    big.write_text("1 2\n2 3\n3 1\n100000000000 3\n")
+    r = cli("release-graph", str(big), "--epsilon", "50")
+    assert r.returncode == 0, r.stderr

@@ -1,0 +1,78 @@
+"""Messy real-world files: late type changes, NA spellings, BOMs, header-only
+files, non-UTF-8 edge lists and sparse 64-bit vertex ids."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from instancedp.io import DataError, graph_input, read_column, read_edge_list
+
+
+def test_csv_type_inferred_from_every_row_not_a_sample(tmp_path):
+    # 30,000 integers, then a decimal: a sampled sniff says BIGINT and rounds 12.5.
+    f = tmp_path / "late.csv"
+    f.write_text("x\n" + "".join(f"{i % 90}\n" for i in range(30_000)) + "12.5\n")
+    x = read_column(f)
+    assert x.size == 30_001
+    assert x[-1] == 12.5
+
+
+@pytest.mark.parametrize("na", ["NA", "N/A", "NULL", "null", "None", "#N/A", ""])
+def test_csv_missing_spellings_are_missing_values(tmp_path, na):
+    f = tmp_path / "na.csv"
+    f.write_text("x,y\n" + "".join(f"{i},a\n" for i in range(30_000)) + f"{na},b\n")
+    with pytest.raises(DataError, match="1 missing"):
+        read_column(f, "x")
+    x = read_column(f, "x", drop_missing=True)
+    assert x.size == 30_000
+
+
+def test_csv_header_only_or_empty_file_is_an_empty_selection(tmp_path):
+    hdr = tmp_path / "hdr.csv"
+    hdr.write_text("x\n")
+    with pytest.raises(DataError, match="selection is empty"):
+        read_column(hdr)
+    zero = tmp_path / "zero.csv"
+    zero.write_text("")
+    with pytest.raises(DataError, match="selection is empty"):
+        read_column(zero)
+
+
+def test_csv_with_bom_and_quoted_column_names(tmp_path):
+    f = tmp_path / "bom.csv"
+    f.write_bytes('\ufeffPerson Age,"Income ""USD"""\n30,1.5\n40,2.5\n'.encode())
+    np.testing.assert_array_equal(read_column(f, "Person Age"), [30, 40])
+    np.testing.assert_array_equal(read_column(f, 'Income "USD"'), [1.5, 2.5])
+
+
+def test_edge_list_with_bom_keeps_first_edge(tmp_path):
+    f = tmp_path / "bom.edges"
+    f.write_bytes(b"\xef\xbb\xbf1 2\n2 3\n3 1\n")
+    np.testing.assert_array_equal(read_edge_list(f), [[1, 2], [2, 3], [3, 1]])
+
+
+def test_edge_list_not_utf8_is_one_clear_error(tmp_path):
+    f = tmp_path / "bin.edges"
+    f.write_bytes(b"\xff\xfe1 2\n")
+    with pytest.raises(DataError, match="not UTF-8"):
+        read_edge_list(f)
+
+
+def test_sparse_large_vertex_ids_are_renumbered(tmp_path):
+    f = tmp_path / "big.edges"
+    f.write_text("1 2\n2 3\n3 1\n100000000000 3\n")
+    e = read_edge_list(f)
+    assert e.max() == 3  # four distinct ids → 0..3, not an array of 10^11 vertices
+    np.testing.assert_array_equal(e, [[0, 1], [1, 2], [2, 0], [3, 2]])
+    arr = np.array([[1, 2], [2, 3], [3, 1], [10**11, 1]])
+    assert graph_input(arr).max() == 3
+    small = np.array([[0, 1], [1, 2]])
+    assert graph_input(small) is small  # dense ids pass through untouched
+
+
+def test_vertex_id_beyond_64_bits_is_one_clear_error(tmp_path):
+    f = tmp_path / "huge.edges"
+    f.write_text("1 2\n100000000000000000000 3\n")
+    with pytest.raises(DataError, match="64 bits"):
+        read_edge_list(f)
