@@ -76,3 +76,29 @@ def test_vertex_id_beyond_64_bits_is_one_clear_error(tmp_path):
     f.write_text("1 2\n100000000000000000000 3\n")
     with pytest.raises(DataError, match="64 bits"):
         read_edge_list(f)
+
+
+def test_pandas_arrow_backed_columns():
+    import pandas as pd
+    import pyarrow as pa
+
+    dec = pd.Series([1.5, 2.25, None]).astype(pd.ArrowDtype(pa.decimal128(10, 2)))
+    np.testing.assert_array_equal(
+        read_column(pd.DataFrame({"x": dec}), "x", drop_missing=True), [1.5, 2.25]
+    )
+    ints = pd.Series([1, None, 3], dtype="int64[pyarrow]")
+    with pytest.raises(DataError, match="1 missing"):
+        read_column(ints)
+    np.testing.assert_array_equal(read_column(ints, drop_missing=True), [1, 3])
+
+
+def test_unknown_column_suggests_the_near_match(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text("Person Age,flag\n30,1\n")
+    with pytest.raises(DataError, match="did you mean 'Person Age'"):
+        read_column(f, "person age")
+
+
+def test_string_vertex_names_in_an_array():
+    e = graph_input(np.array([["b", "a"], ["b", "c"], ["c", "a"]]))
+    np.testing.assert_array_equal(e, [[1, 0], [1, 2], [2, 0]])

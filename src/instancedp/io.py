@@ -160,8 +160,10 @@ def _pick_column(names: Sequence[str], column: str | None, where: str) -> str:
             f"{where} has {len(names)} columns ({_list_names(names)}): choose one with --column"
         )
     if column not in names:
+        close = [n for n in names if str(n).strip().lower() == column.strip().lower()]
+        hint = f"did you mean {close[0]!r}? " if len(close) == 1 else ""
         raise DataError(
-            f"unknown column {column!r} in {where}: the columns are {_list_names(names)}"
+            f"unknown column {column!r} in {where}: {hint}the columns are {_list_names(names)}"
         )
     return column
 
@@ -356,6 +358,11 @@ def _from_pandas(obj: Any, column: str | None, drop_missing: bool) -> np.ndarray
             f"column {name!r} is not numeric (dtype {series.dtype}): choose a numeric column "
             "or convert it"
         )
+    if isinstance(series.dtype, pd.ArrowDtype):
+        # Arrow-backed columns (decimals, int64[pyarrow] with NA): read them as Arrow.
+        import pyarrow as pa
+
+        return _arrow_to_float(pa.array(series.array), name, drop_missing)
     n_null = int(series.isna().sum())
     if n_null and not drop_missing:
         raise DataError(
@@ -474,6 +481,15 @@ def graph_input(source: Any) -> Any:
         and int(source.min()) >= 0
     ):
         return _compact_ids(source)
+    if (
+        isinstance(source, np.ndarray)
+        and source.ndim == 2
+        and source.shape[1] == 2
+        and source.dtype.kind in "USO"
+    ):
+        # Vertex names: numbered in sorted order, as in an edge-list file.
+        labels, inverse = np.unique(source.astype(str), return_inverse=True)
+        return inverse.reshape(source.shape).astype(np.int64)
     return source
 
 
