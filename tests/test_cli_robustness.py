@@ -37,3 +37,15 @@ def test_edge_lists_bom_binary_and_sparse_ids(tmp_path):
     big.write_text("1 2\n2 3\n3 1\n100000000000 3\n")
     r = cli("release-graph", str(big), "--epsilon", "50")
     assert r.returncode == 0, r.stderr
+
+
+def test_csv_named_in_sql_with_a_late_na_points_to_file_mode(tmp_path):
+    f = tmp_path / "late.csv"
+    f.write_text("age\n" + "".join(f"{i % 90}\n" for i in range(30_000)) + "NA\n")
+    r = cli("release", "--sql", f"SELECT age FROM '{f}'", "--epsilon", "5", "--bounds", "0", "100")
+    assert_bad(r, "CSV", "FROM data")
+    r = cli(
+        "release", str(f), "--sql", "SELECT age FROM data", "--epsilon", "5",
+        "--bounds", "0", "100", "--drop-missing",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr

@@ -94,11 +94,12 @@ def _connect() -> Any:
     return duckdb.connect()
 
 
-def _run_sql(con: Any, sql: str, what: str | None = None) -> Any:
+def _run_sql(con: Any, sql: str, what: str | None = None, file: str | None = None) -> Any:
     """An Arrow table from a DuckDB query; DuckDB errors → one-line DataError.
 
     ``what`` names the file being read (errors then say "cannot read FILE"
-    rather than blaming the query)."""
+    rather than blaming the query); ``file`` is a FILE exposed to the query as
+    ``data`` (a CSV error is then the file's, not the query's)."""
     import duckdb
 
     try:
@@ -114,6 +115,20 @@ def _run_sql(con: Any, sql: str, what: str | None = None) -> Any:
         if what is not None:
             raise DataError(
                 f"cannot read {what}: {first}: check the file's format and contents"
+            ) from None
+        csv_error = "CSV Error" in first or "sniff" in first.lower()
+        if csv_error and file is not None:
+            raise DataError(
+                f"cannot read {file}: {first}: check the file's format and contents"
+            ) from None
+        if csv_error:
+            # A file named inside the query is read with DuckDB's sampled type
+            # guess; a late "NA" or "12.5" then breaks it.
+            raise DataError(
+                f"cannot read a CSV file named in the query: {first}: pass the file as FILE "
+                "and query it as the table data (every row is then used to infer the types "
+                "and NA/NULL spellings count as missing), e.g. instancedp release FILE "
+                '--sql "SELECT col FROM data ..."'
             ) from None
         raise DataError(f"SQL error: {first}: fix the query") from None
 
@@ -175,6 +190,7 @@ def read_sql(
     column: str | None = None,
     tables: Mapping[str, Any] | None = None,
     drop_missing: bool = False,
+    _file: str | None = None,
 ) -> np.ndarray:
     """Run ``sql`` in DuckDB and return one numeric column as float64.
 
@@ -187,7 +203,7 @@ def read_sql(
     con = _connect()
     for name, obj in (tables or {}).items():
         con.register(name, obj)
-    table = _run_sql(con, sql)
+    table = _run_sql(con, sql, file=_file)
     names = list(table.column_names)
     col = _pick_column(names, column, "the SQL result")
     return _arrow_to_float(table.column(col), col, drop_missing)
@@ -277,11 +293,13 @@ def read_column(
     """
     if sql is not None:
         tables = {} if source is None or isinstance(source, (str, Path)) else {"data": source}
+        file = None
         if isinstance(source, (str, Path)):
             p = _existing_file(source)
+            file = str(p)
             # Expose the file as the view ``data`` so queries can say FROM data.
             sql = f"WITH data AS (SELECT * FROM {_file_relation(p)}) {sql}"
-        return read_sql(sql, column=column, tables=tables, drop_missing=drop_missing)
+        return read_sql(sql, column=column, tables=tables, drop_missing=drop_missing, _file=file)
     if source is None:
         raise DataError("no data: pass a file, an array or a DataFrame, or an SQL query")
     if isinstance(source, (str, Path)):
