@@ -102,3 +102,18 @@ def test_unknown_column_suggests_the_near_match(tmp_path):
 def test_string_vertex_names_in_an_array():
     e = graph_input(np.array([["b", "a"], ["b", "c"], ["c", "a"]]))
     np.testing.assert_array_equal(e, [[1, 0], [1, 2], [2, 0]])
+
+
+def test_latin1_csv_is_read(tmp_path):
+    f = tmp_path / "latin1.csv"
+    f.write_bytes(b"name;value\nM\xfcller;1\nJos\xe9;2\nA;3\n")
+    np.testing.assert_array_equal(read_column(f, "value"), [1, 2, 3])
+    x = read_column(f, sql="SELECT value FROM data WHERE name = 'Müller'")
+    np.testing.assert_array_equal(x, [1])
+
+
+def test_latin1_csv_named_in_sql_is_one_clear_error(tmp_path):
+    f = tmp_path / "latin1.csv"
+    f.write_bytes(b"name;value\nM\xfcller;1\nJos\xe9;2\nA;3\n")
+    with pytest.raises(DataError, match="not UTF-8"):
+        read_column(None, sql=f"SELECT value FROM '{f}'")

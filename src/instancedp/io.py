@@ -112,6 +112,12 @@ def _run_sql(con: Any, sql: str, what: str | None = None, file: str | None = Non
         raise DataError("this DuckDB version cannot return Arrow tables: upgrade duckdb")
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "Invalid unicode" in str(exc) or "not utf-8 encoded" in str(exc):
+            raise _NotUTF8(
+                f"cannot read {what or file or 'a file in the query'}: it is not UTF-8 text "
+                "(nor Latin-1): re-encode it as UTF-8 (e.g. iconv -f CP1252 -t UTF-8); a "
+                "Latin-1 CSV passed as FILE (not named in --sql) is read as such"
+            ) from None
         if what is not None:
             raise DataError(
                 f"cannot read {what}: {first}: check the file's format and contents"
@@ -136,16 +142,42 @@ def _run_sql(con: Any, sql: str, what: str | None = None, file: str | None = Non
 # Spellings of a missing value in real CSV exports (R, pandas, Excel, SQL dumps);
 # they become NULL, so they are counted and refused unless --drop-missing.
 CSV_NULLS = ("", "NA", "N/A", "n/a", "NULL", "null", "None", "#N/A", "NaN", "nan")
+_NULLS = ", ".join(_sql_literal(x) for x in CSV_NULLS)
 
 
-def _file_relation(path: Path) -> str:
+class _NotUTF8(DataError):
+    """A CSV file that is not UTF-8 (retried as Latin-1 before giving up)."""
+
+
+def _latin1_fallback(read: Any) -> Any:
+    """``read(encoding)`` with UTF-8 (None), then, for a file that is not UTF-8,
+    Latin-1 — the usual encoding of spreadsheet exports — which decodes any
+    byte sequence, so numeric columns always read."""
+    try:
+        return read(None)
+    except _NotUTF8 as exc:
+        try:
+            return read("latin-1")
+        except _NotUTF8:
+            raise exc from None
+        except DataError as exc2:
+            if "encoding" in str(exc2).lower():  # a DuckDB without the option
+                raise exc from None
+            raise
+
+
+def _file_relation(path: Path, encoding: str | None = None) -> str:
     reader = _reader(path)
     if reader == "read_csv_auto":
+        if encoding is not None:
+            return (
+                f"{reader}({_sql_literal(str(path))}, sample_size=-1, nullstr=[{_NULLS}], "
+                f"encoding={_sql_literal(encoding)})"
+            )
         # sample_size=-1: infer each column's type from every row, not the first
         # 20,480 — otherwise a late "12.5" in an integer-looking column is
         # silently rounded, and a late "NA" is a conversion error.
-        nulls = ", ".join(_sql_literal(x) for x in CSV_NULLS)
-        return f"{reader}({_sql_literal(str(path))}, sample_size=-1, nullstr=[{nulls}])"
+        return f"{reader}({_sql_literal(str(path))}, sample_size=-1, nullstr=[{_NULLS}])"
     return f"{reader}({_sql_literal(str(path))})"
 
 
@@ -153,18 +185,26 @@ def column_names(path: str | Path) -> list[str]:
     """The columns of a table file (through DuckDB)."""
     p = _existing_file(path)
     con = _connect()
-    table = _run_sql(con, f"SELECT * FROM {_file_relation(p)} LIMIT 0", what=str(p))
-    return list(table.column_names)
+
+    def read(encoding: str | None) -> list[str]:
+        rel = _file_relation(p, encoding)
+        return list(_run_sql(con, f"SELECT * FROM {rel} LIMIT 0", what=str(p)).column_names)
+
+    return _latin1_fallback(read)
 
 
 def _read_file(path: str | Path, column: str | None) -> Any:
     p = _existing_file(path)
     con = _connect()
-    rel = _file_relation(p)
-    names = list(_run_sql(con, f"SELECT * FROM {rel} LIMIT 0", what=str(p)).column_names)
-    column = _pick_column(names, column, f"file {p.name}")
-    table = _run_sql(con, f"SELECT {_quote_ident(column)} FROM {rel}", what=str(p))
-    return table.column(0), column
+
+    def read(encoding: str | None) -> Any:
+        rel = _file_relation(p, encoding)
+        names = list(_run_sql(con, f"SELECT * FROM {rel} LIMIT 0", what=str(p)).column_names)
+        col = _pick_column(names, column, f"file {p.name}")
+        table = _run_sql(con, f"SELECT {_quote_ident(col)} FROM {rel}", what=str(p))
+        return table.column(0), col
+
+    return _latin1_fallback(read)
 
 
 def _pick_column(names: Sequence[str], column: str | None, where: str) -> str:
@@ -293,13 +333,16 @@ def read_column(
     """
     if sql is not None:
         tables = {} if source is None or isinstance(source, (str, Path)) else {"data": source}
-        file = None
-        if isinstance(source, (str, Path)):
-            p = _existing_file(source)
-            file = str(p)
+        if not isinstance(source, (str, Path)):
+            return read_sql(sql, column=column, tables=tables, drop_missing=drop_missing)
+        p = _existing_file(source)
+
+        def read(encoding: str | None) -> np.ndarray:
             # Expose the file as the view ``data`` so queries can say FROM data.
-            sql = f"WITH data AS (SELECT * FROM {_file_relation(p)}) {sql}"
-        return read_sql(sql, column=column, tables=tables, drop_missing=drop_missing, _file=file)
+            query = f"WITH data AS (SELECT * FROM {_file_relation(p, encoding)}) {sql}"
+            return read_sql(query, column=column, drop_missing=drop_missing, _file=str(p))
+
+        return _latin1_fallback(read)
     if source is None:
         raise DataError("no data: pass a file, an array or a DataFrame, or an SQL query")
     if isinstance(source, (str, Path)):
