@@ -117,3 +117,17 @@ def test_latin1_csv_named_in_sql_is_one_clear_error(tmp_path):
     f.write_bytes(b"name;value\nM\xfcller;1\nJos\xe9;2\nA;3\n")
     with pytest.raises(DataError, match="not UTF-8"):
         read_column(None, sql=f"SELECT value FROM '{f}'")
+
+
+def test_sql_over_lists_mappings_and_arrays():
+    np.testing.assert_array_equal(
+        read_column([1, 2, None], sql="SELECT value FROM data", drop_missing=True), [1, 2]
+    )
+    np.testing.assert_array_equal(
+        read_column({"x": [1, 2, 3]}, sql="SELECT x FROM data WHERE x > 1"), [2, 3]
+    )
+    np.testing.assert_array_equal(
+        read_column(np.arange(3.0), sql="SELECT value FROM data"), [0, 1, 2]
+    )
+    with pytest.raises(DataError, match="cannot query data of type"):
+        read_column(object(), sql="SELECT 1 FROM data")

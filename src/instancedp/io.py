@@ -240,13 +240,40 @@ def read_sql(
     """
     if not isinstance(sql, str) or not sql.strip():
         raise DataError("sql must be a non-empty SELECT query")
+    import duckdb
+
     con = _connect()
     for name, obj in (tables or {}).items():
-        con.register(name, obj)
+        try:
+            con.register(name, _sql_table(obj))
+        except (duckdb.Error, TypeError, ValueError):
+            raise DataError(
+                f"cannot query data of type {type(obj).__name__} with SQL: pass a pandas or "
+                "polars DataFrame, an Arrow table, a mapping of columns or a 1-D array"
+            ) from None
     table = _run_sql(con, sql, file=_file)
     names = list(table.column_names)
     col = _pick_column(names, column, "the SQL result")
     return _arrow_to_float(table.column(col), col, drop_missing)
+
+
+def _sql_table(obj: Any) -> Any:
+    """What DuckDB can register: mappings of columns become Arrow tables, and a
+    plain sequence or 1-D array the one-column table ``data(value)``."""
+    import pyarrow as pa
+
+    if isinstance(obj, Mapping):
+        return pa.table({str(k): np.asarray(v) for k, v in obj.items()})
+    if isinstance(obj, (list, tuple)) or (isinstance(obj, np.ndarray) and not obj.dtype.names):
+        arr = np.asarray(obj)
+        if arr.ndim == 2 and 1 in arr.shape:
+            arr = arr.reshape(-1)
+        if arr.ndim != 1:
+            raise ValueError("not 1-D")
+        return pa.table({"value": pa.array(arr.tolist() if arr.dtype == object else arr)})
+    if isinstance(obj, np.ndarray):  # structured: one column per field
+        return pa.table({n: obj[n] for n in obj.dtype.names})
+    return obj
 
 
 # -- in-memory objects --------------------------------------------------------
@@ -328,8 +355,9 @@ def read_column(
     ``source``: a path (CSV/TSV/Parquet/JSON, read by DuckDB), a numpy array
     (1-D, or structured with named fields), a list, a pandas or polars
     Series/DataFrame, or an Arrow Table/Array.  With ``sql``, the query runs
-    in DuckDB with ``source`` registered as the table ``data`` (files can also
-    be named in the query itself; ``source`` may then be None).
+    in DuckDB with ``source`` registered as the table ``data`` (a plain
+    sequence or 1-D array is the one-column table ``data(value)``; files can
+    also be named in the query itself; ``source`` may then be None).
     """
     if sql is not None:
         tables = {} if source is None or isinstance(source, (str, Path)) else {"data": source}
