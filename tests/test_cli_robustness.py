@@ -49,3 +49,11 @@ def test_csv_named_in_sql_with_a_late_na_points_to_file_mode(tmp_path):
         "--bounds", "0", "100", "--drop-missing",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
+
+
+def test_delta_zero_for_an_approx_mechanism_says_what_delta_to_pass(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text("x\n1\n2\n3\n")
+    r = cli("release", str(f), "--epsilon", "1", "--bounds", "0", "10", "--mechanism", "ptr",
+            "--ptr-bound", "1", "--delta", "0")  # fmt: skip
+    assert_bad(r, "--delta D with 0 < D < 1")

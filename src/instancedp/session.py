@@ -372,6 +372,10 @@ def build_query(
     return Q.TwoTriangleCount()
 
 
+def _needs_delta(name: str) -> str:
+    return f"mechanism {name!r} is (epsilon, delta)-DP: pass --delta D with 0 < D < 1"
+
+
 def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
     v = str(value).lower().replace("_", "-")
     if v not in allowed:
@@ -433,7 +437,7 @@ def build_mechanism(
                 f"mechanism for statistic 'ratio' must be one of {', '.join(methods)}; got {name!r}"
             )
         if name == "bounded-ls" and d is None:
-            raise ValueError("mechanism 'bounded-ls' is (epsilon, delta)-DP: pass --delta D")
+            raise ValueError(_needs_delta("bounded-ls"))
         return PrivateRatio(eps, method=methods[name], delta=d if name == "bounded-ls" else None)
     if name in ("ksw", "naive"):
         raise ValueError(f"mechanism {name!r} applies to statistic 'ratio' only")
@@ -446,11 +450,11 @@ def build_mechanism(
         return M.LaplaceMechanism(query, eps)
     if name == "gaussian":
         if d is None:
-            raise ValueError("mechanism 'gaussian' is (epsilon, delta)-DP: pass --delta D")
+            raise ValueError(_needs_delta("gaussian"))
         return M.GaussianMechanism(query, eps, d, calibration=calibration)
     if name == "ptr":
         if d is None:
-            raise ValueError("mechanism 'ptr' is (epsilon, delta)-DP: pass --delta D")
+            raise ValueError(_needs_delta("ptr"))
         if ptr_bound is None:
             raise ValueError(
                 "mechanism 'ptr' needs a proposed sensitivity bound: pass --ptr-bound B "
@@ -469,7 +473,7 @@ def build_mechanism(
         return M.ExponentialQuantile(float(q), lo, hi, eps)
     # bounded-ls
     if d is None:
-        raise ValueError("mechanism 'bounded-ls' is (epsilon, delta)-DP: pass --delta D")
+        raise ValueError(_needs_delta("bounded-ls"))
     return M.BoundedLocalSensitivity(query, None, eps / 2, eps / 2, d)
 
 
