@@ -131,3 +131,22 @@ def test_sql_over_lists_mappings_and_arrays():
     )
     with pytest.raises(DataError, match="cannot query data of type"):
         read_column(object(), sql="SELECT 1 FROM data")
+
+
+def test_uci_data_file_with_question_mark_missing(tmp_path):
+    f = tmp_path / "adult.data"
+    f.write_text("39, State-gov, 77516, <=50K\n50, Self-emp, 83311, <=50K\n53, Private, ?, <=50K\n")
+    with pytest.raises(DataError, match="1 missing"):
+        read_column(f, "column2")
+    np.testing.assert_array_equal(read_column(f, "column2", drop_missing=True), [77516, 83311])
+
+
+def test_compressed_tsv_and_json(tmp_path):
+    import gzip
+
+    t = tmp_path / "d.tsv.gz"
+    t.write_bytes(gzip.compress(b"a\tb\n1\t2\n3\t4\n"))
+    np.testing.assert_array_equal(read_column(t, "b"), [2, 4])
+    j = tmp_path / "d.json.gz"
+    j.write_bytes(gzip.compress(b'[{"x": 1}, {"x": 2}]'))
+    np.testing.assert_array_equal(read_column(j), [1, 2])

@@ -44,11 +44,19 @@ TABLE_SUFFIXES = {
     ".tsv": "read_csv_auto",
     ".txt": "read_csv_auto",
     ".csv.gz": "read_csv_auto",
+    ".tsv.gz": "read_csv_auto",
+    ".txt.gz": "read_csv_auto",
+    ".csv.zst": "read_csv_auto",
+    ".data": "read_csv_auto",  # UCI repository files (comma-separated, no header)
+    ".dat": "read_csv_auto",
     ".parquet": "read_parquet",
     ".pq": "read_parquet",
     ".json": "read_json_auto",
     ".ndjson": "read_json_auto",
     ".jsonl": "read_json_auto",
+    ".json.gz": "read_json_auto",
+    ".jsonl.gz": "read_json_auto",
+    ".ndjson.gz": "read_json_auto",
 }
 
 _DROP_HINT = "clean them or pass --drop-missing (Python: drop_missing=True)"
@@ -141,7 +149,8 @@ def _run_sql(con: Any, sql: str, what: str | None = None, file: str | None = Non
 
 # Spellings of a missing value in real CSV exports (R, pandas, Excel, SQL dumps);
 # they become NULL, so they are counted and refused unless --drop-missing.
-CSV_NULLS = ("", "NA", "N/A", "n/a", "NULL", "null", "None", "#N/A", "NaN", "nan")
+# "?" (and " ?" after a comma-space) is the UCI repository's marker.
+CSV_NULLS = ("", "NA", "N/A", "n/a", "NULL", "null", "None", "#N/A", "NaN", "nan", "?", " ?")
 _NULLS = ", ".join(_sql_literal(x) for x in CSV_NULLS)
 
 
