@@ -150,3 +150,18 @@ def test_compressed_tsv_and_json(tmp_path):
     j = tmp_path / "d.json.gz"
     j.write_bytes(gzip.compress(b'[{"x": 1}, {"x": 2}]'))
     np.testing.assert_array_equal(read_column(j), [1, 2])
+
+
+def test_pandas_object_column_of_python_numbers():
+    import decimal
+
+    import pandas as pd
+
+    s = pd.Series([1, None, 3.5, pd.NA], dtype=object)
+    with pytest.raises(DataError, match="2 missing"):
+        read_column(s)
+    np.testing.assert_array_equal(read_column(s, drop_missing=True), [1, 3.5])
+    dec = pd.DataFrame({"x": [decimal.Decimal("1.5"), decimal.Decimal("2.5")]})
+    np.testing.assert_array_equal(read_column(dec, "x"), [1.5, 2.5])
+    with pytest.raises(DataError, match="not numeric"):
+        read_column(pd.Series(["a", 1], dtype=object))

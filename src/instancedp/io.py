@@ -451,6 +451,17 @@ def _from_pandas(obj: Any, column: str | None, drop_missing: bool) -> np.ndarray
         series, name = obj, str(obj.name) if obj.name is not None else "data"
         if column is not None and column != name:
             raise DataError(f"unknown column {column!r}: the Series is named {name!r}")
+    if series.dtype == object:
+        # Python numbers and None (Decimal from a database driver, ints with
+        # None): numeric; strings stay refused below.
+        import decimal
+        import numbers
+
+        vals = series.dropna()
+        if len(vals) and all(
+            isinstance(v, (numbers.Real, decimal.Decimal)) and not isinstance(v, bool) for v in vals
+        ):
+            series = pd.to_numeric(series.map(lambda v: None if pd.isna(v) else float(v)))
     if not (pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series)):
         raise DataError(
             f"column {name!r} is not numeric (dtype {series.dtype}): choose a numeric column "
