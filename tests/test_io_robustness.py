@@ -165,3 +165,8 @@ def test_pandas_object_column_of_python_numbers():
     np.testing.assert_array_equal(read_column(dec, "x"), [1.5, 2.5])
     with pytest.raises(DataError, match="not numeric"):
         read_column(pd.Series(["a", 1], dtype=object))
+
+
+def test_list_of_pairs_with_sparse_ids_or_names():
+    assert graph_input([(1, 2), (2, 3), (3, 1), (10**11, 1)]).max() == 3
+    np.testing.assert_array_equal(graph_input([("a", "b"), ("b", "c")]), [[0, 1], [1, 2]])

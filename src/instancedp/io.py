@@ -581,6 +581,13 @@ def graph_input(source: Any) -> Any:
     queries normalise and validate them)."""
     if isinstance(source, (str, Path)):
         return read_edge_list(source)
+    if isinstance(source, (list, tuple)) and source:
+        try:
+            arr = np.asarray(source)
+        except (TypeError, ValueError):
+            arr = None
+        if arr is not None and arr.ndim == 2 and arr.shape[1] == 2 and arr.dtype.kind in "iuUS":
+            source = arr  # a list of (u, v) pairs: ids or names, as an array
     if (
         isinstance(source, np.ndarray)
         and source.ndim == 2
