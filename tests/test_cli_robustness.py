@@ -27,15 +27,17 @@ def test_header_only_csv_is_an_empty_selection(tmp_path):
 def test_edge_lists_bom_binary_and_sparse_ids(tmp_path):
     bom = tmp_path / "bom.edges"
     bom.write_bytes(b"\xef\xbb\xbf1 2\n2 3\n3 1\n")
-    r = cli("release-graph", str(bom), "--epsilon", "50", "--seed", "1", "--json")
+    r = cli(
+        "release-graph", str(bom), "--epsilon", "50", "--vertices", "4", "--seed", "1", "--json"
+    )
     assert r.returncode == 0, r.stderr
     assert abs(json.loads(r.stdout)["value"] - 1) < 0.5  # the first edge was kept
     binf = tmp_path / "bin.edges"
     binf.write_bytes(b"\xff\xfe1 2\n")
-    assert_bad(cli("release-graph", str(binf), "--epsilon", "1"), "not UTF-8")
+    assert_bad(cli("release-graph", str(binf), "--epsilon", "1", "--vertices", "5"), "not UTF-8")
     big = tmp_path / "big.edges"
     big.write_text("1 2\n2 3\n3 1\n100000000000 3\n")
-    r = cli("release-graph", str(big), "--epsilon", "50")
+    r = cli("release-graph", str(big), "--epsilon", "50", "--vertices", "4")
     assert r.returncode == 0, r.stderr
 
 

@@ -155,12 +155,12 @@ def test_graph_input_is_validated_before_the_charge(tmp_path):
     from instancedp.mechanisms import SmoothSensitivityMechanism
     from instancedp.queries import TriangleCount
 
-    mech = SmoothSensitivityMechanism(TriangleCount(), 1.0)
+    mech = SmoothSensitivityMechanism(TriangleCount(n_vertices=34), 1.0)
     s = Session(np.array([[0, 1], [1, 1]]), PureDP(2.0), ledger=tmp_path / "g.db")
     with pytest.raises(ValueError, match="self-loop"):
         s.release(mech, rng=simulation(0))
     assert s.ledger.count() == 0
-    # networkx, scipy.sparse and edge-list files are all accepted.
+    # networkx, scipy.sparse and edge-list files are all accepted (34 public vertices).
     g = nx.karate_club_graph()
     f = tmp_path / "k.edges"
     f.write_text("".join(f"{u} {v}\n" for u, v in g.edges()))
@@ -238,3 +238,26 @@ def test_smooth_only_options_imply_the_smooth_mechanism():
     assert build_mechanism("median", 0.5, bounds=(0, 10), gamma=0.1).name == "smooth_sensitivity"
     with pytest.raises(ValueError, match="--noise applies to --mechanism smooth only"):
         build_mechanism("median", 0.5, bounds=(0, 10), noise="cauchy", mechanism="exponential")
+
+
+def test_graph_releases_need_a_public_vertex_count(tmp_path):
+    """Edge privacy: the vertex set is public.  An edge list does not carry it, so
+    it must be given (never max id + 1 of the private edges); networkx graphs
+    carry their own node set."""
+    import networkx as nx
+
+    from instancedp.session import VERTICES_REQUIRED
+
+    tri = np.array([[0, 1], [1, 2], [0, 2]])
+    led = tmp_path / "g.db"
+    with Session(tri, PureDP(10.0), ledger=led) as s:
+        before = s.remaining
+        with pytest.raises(ValueError, match="number of vertices must be public"):
+            s.release_statistic("triangles", epsilon=1.0)
+        assert s.remaining == before  # nothing charged
+        r = s.release_statistic("triangles", epsilon=1.0, vertices=10, rng=simulation(0))
+        assert r.parameters["query_parameters"] == {"n_vertices": 10}
+    with Session(nx.complete_graph(4), PureDP(100.0)) as s:
+        r = s.release_statistic("triangles", epsilon=50.0, rng=simulation(0))
+        assert abs(r.value - 4) < 1.0
+    assert "--vertices N" in VERTICES_REQUIRED

@@ -259,6 +259,10 @@ def release_graph(
     epsilon: Annotated[float, typer.Option(help="Privacy parameter ε > 0.")] = ...,  # type: ignore[assignment]
     delta: Annotated[float | None, typer.Option(help="δ for (ε, δ) mechanisms.")] = None,
     k: Annotated[int | None, typer.Option(help="k for kstars (default 2).")] = None,
+    vertices: Annotated[
+        int | None,
+        typer.Option(help="Public number of vertices (required: edge privacy fixes them)."),
+    ] = None,
     mechanism: Annotated[str | None, typer.Option(help="smooth|ptr|laplace|bounded-ls.")] = None,
     noise: Annotated[str | None, typer.Option(help="Smooth-sensitivity noise family.")] = None,
     gamma: Annotated[float | None, typer.Option(help="Smoothness γ.")] = None,
@@ -277,7 +281,7 @@ def release_graph(
 ) -> None:
     """Release a private subgraph count under edge privacy."""
     from . import io
-    from .session import GRAPH_STATISTICS, build_mechanism
+    from .session import GRAPH_STATISTICS, VERTICES_REQUIRED, build_mechanism
 
     st = statistic.lower().replace("_", "-")
     if st not in GRAPH_STATISTICS:
@@ -287,11 +291,21 @@ def release_graph(
         )
     if k is not None and st != "kstars":
         raise CLIError("--k applies to --statistic kstars only")
+    if vertices is None:
+        raise CLIError(VERTICES_REQUIRED)
     mech = build_mechanism(
-        st, epsilon, delta, mechanism=mechanism, k=k, noise=noise, gamma=gamma, ptr_bound=ptr_bound
+        st,
+        epsilon,
+        delta,
+        mechanism=mechanism,
+        k=k,
+        noise=noise,
+        gamma=gamma,
+        ptr_bound=ptr_bound,
+        vertices=vertices,
     )
     budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
-    graph = _normalised_graph(io.read_edge_list(edges), normalise)
+    graph = _normalised_graph(io.read_edge_list(edges), normalise, vertices)
     _release_with_session(
         mech,
         graph,
@@ -304,14 +318,15 @@ def release_graph(
     )
 
 
-def _normalised_graph(edges: Any, normalise: bool) -> Any:
-    """Validate the graph (self-loops, duplicates) before anything is charged."""
+def _normalised_graph(edges: Any, normalise: bool, vertices: int) -> Any:
+    """Validate the graph (self-loops, duplicates, ids < vertices) before anything is charged."""
     from .queries import as_graph
 
     try:
-        return as_graph(edges, normalise=normalise)
+        return as_graph(edges, vertices, normalise=normalise)
     except ValueError as exc:
-        raise CLIError(str(exc).replace("normalise=True", "--normalise")) from None
+        msg = str(exc).replace("normalise=True", "--normalise").replace("n_vertices", "--vertices")
+        raise CLIError(msg) from None
 
 
 # -- compare -------------------------------------------------------------------------

@@ -61,10 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"data: {karate} (34 members, 78 friendships; edge privacy)")
     print(
         "CLI:  instancedp release-graph src/instancedp/data/karate.edges "
-        f"--statistic triangles --epsilon 0.5 --ledger {ledger} --budget-epsilon 1 "
+        f"--statistic triangles --epsilon 0.5 --vertices 34 --ledger {ledger} --budget-epsilon 1 "
         "--dataset-id karate"
     )
-    tmech = build_mechanism("triangles", 0.5)
+    # Edge privacy: the vertex set (the club's 34 members) is public.
+    tmech = build_mechanism("triangles", 0.5, vertices=34)
     with Session(karate, PureDP(1.0), ledger=ledger, dataset_id="karate") as s:
         r = s.release(tmech)
         print(f"released triangle count: {r.value:.1f}")

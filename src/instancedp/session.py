@@ -30,6 +30,28 @@ from .privacy import Guarantee
 __all__ = ["BudgetExceeded", "CompositionError", "LedgerError", "Session"]
 
 
+# Edge privacy (neighbours differ in one edge) keeps the vertex set fixed and
+# public.  Taking it from an edge list (max id + 1, or the names seen) would
+# make it a function of the private edges: adding edge (2, 9) to a triangle
+# then moves the triangle count's smooth sensitivity from 1.0 to 4.18.
+VERTICES_REQUIRED = (
+    "the number of vertices must be public under edge privacy: pass --vertices N "
+    "(Python: vertices=N), a count known without looking at the edges (an edge list "
+    "does not show isolated vertices)"
+)
+
+
+def _is_edge_list(data: Any) -> bool:
+    """An edge-list file or an m×2 array/list (no vertex set of its own)."""
+    if isinstance(data, (str, Path)):
+        return True
+    try:
+        arr = np.asarray(data)
+    except Exception:  # noqa: BLE001 - objects numpy cannot convert are not edge lists
+        return False
+    return arr.ndim == 2 and arr.shape[1:] == (2,) and arr.dtype != object
+
+
 def _is_graph_mechanism(mechanism: Any) -> bool:
     query = getattr(mechanism, "query", None)
     return getattr(query, "neighbours", None) == "edge"
@@ -125,20 +147,27 @@ class Session:
             self._cache[key] = _io.read_column(self._data, column, sql=sql, drop_missing=drop)
         return self._cache[key]
 
-    def graph(self) -> Any:
-        """The graph, validated and normalised by the graph queries (before any charge)."""
-        key = ("graph",)
+    def graph(self, n_vertices: int | None = None) -> Any:
+        """The graph on the public vertex set, validated (before any charge).
+
+        An edge list (file or array) does not show isolated vertices, so the
+        vertex count must be given (``n_vertices``, public); networkx graphs
+        and scipy.sparse matrices carry their vertex set.
+        """
+        key = ("graph", n_vertices)
         if key not in self._cache:
             from .queries import as_graph
 
-            self._cache[key] = as_graph(_io.graph_input(self._data))
+            if n_vertices is None and _is_edge_list(self._data):
+                raise ValueError(VERTICES_REQUIRED)
+            self._cache[key] = as_graph(_io.graph_input(self._data), n_vertices)
         return self._cache[key]
 
     def _input_for(
         self, mechanism: Any, column: str | None, sql: str | None, drop_missing: bool | None
     ) -> Any:
         if _is_graph_mechanism(mechanism):
-            return self.graph()
+            return self.graph(getattr(mechanism.query, "n_vertices", None))
         return self.column(column, sql=sql, drop_missing=drop_missing)
 
     # -- releasing --------------------------------------------------------------
@@ -320,12 +349,15 @@ def build_query(
     trim: float | None = None,
     k: int | None = None,
     n: int | None = None,
+    vertices: int | None = None,
 ) -> Any:
     """The query object for a statistic name (validated: bounds, q, trim, k).
 
     ``n`` is the public dataset size for the mean and trimmed mean under
     substitution neighbours (where n is public): their global sensitivity is
-    then (upper − lower)/n-ish instead of the n = 1 worst case.
+    then (upper − lower)/n-ish instead of the n = 1 worst case.  ``vertices``
+    is the public number of vertices for the graph statistics (edge privacy
+    keeps the vertex set fixed; see :data:`VERTICES_REQUIRED`).
     """
     from . import _validate
     from . import queries as Q
@@ -362,14 +394,17 @@ def build_query(
         return Q.Min(lo, hi)
     if statistic == "max":
         return Q.Max(lo, hi)
+    if statistic not in GRAPH_STATISTICS:
+        if vertices is not None:
+            raise ValueError(f"--vertices applies to graph statistics only, not {statistic!r}")
     if statistic == "triangles":
-        return Q.TriangleCount()
+        return Q.TriangleCount(n_vertices=vertices)
     if statistic == "kstars":
         kk = 2 if k is None else k
         if not isinstance(kk, int) or kk < 1:
             raise ValueError(f"k must be an integer >= 1 for kstars, got {k!r}")
-        return Q.KStarCount(kk)
-    return Q.TwoTriangleCount()
+        return Q.KStarCount(kk, n_vertices=vertices)
+    return Q.TwoTriangleCount(n_vertices=vertices)
 
 
 def _needs_delta(name: str) -> str:
@@ -398,6 +433,7 @@ def build_mechanism(
     ptr_bound: float | None = None,
     calibration: str = "analytic",
     n: int | None = None,
+    vertices: int | None = None,
 ) -> Any:
     """A validated mechanism from names, as the CLI's ``release`` builds it.
 
@@ -442,7 +478,9 @@ def build_mechanism(
     if name in ("ksw", "naive"):
         raise ValueError(f"mechanism {name!r} applies to statistic 'ratio' only")
 
-    query = build_query(statistic, bounds=bounds, quantile=quantile, trim=trim, k=k, n=n)
+    query = build_query(
+        statistic, bounds=bounds, quantile=quantile, trim=trim, k=k, n=n, vertices=vertices
+    )
     if name == "smooth":
         family = (noise or "polyplace").lower().replace("-", "_")
         return M.SmoothSensitivityMechanism(query, eps, gamma=gamma, noise=family, delta=d)
