@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import DataError
+
 __all__ = [
     "DataError",
     "TABLE_SUFFIXES",
@@ -33,10 +35,6 @@ __all__ = [
     "read_sql",
     "shipped",
 ]
-
-
-class DataError(ValueError):
-    """Bad input data: the message names the problem and the fix."""
 
 
 TABLE_SUFFIXES = {

@@ -45,6 +45,7 @@ from decimal import Decimal, localcontext
 from pathlib import Path
 from typing import Any
 
+from .errors import BudgetExceeded, CompositionError, LedgerError
 from .privacy import ZCDP, ApproxDP, Guarantee, PureDP, zcdp_to_epsilon
 
 __all__ = [
@@ -60,23 +61,6 @@ __all__ = [
 SCHEMA_VERSION = "1"
 _APP = "instancedp-ledger"
 _PREC = 60  # decimal digits: ε² of a 17-digit repr is exact at 34
-
-
-class LedgerError(ValueError):
-    """The ledger cannot be used: unreadable file, or a different budget on record."""
-
-
-class CompositionError(ValueError):
-    """A release whose guarantee cannot be composed honestly into this budget."""
-
-
-class BudgetExceeded(Exception):
-    """The release would exceed the budget.  ``remaining`` says what is left."""
-
-    def __init__(self, message: str, remaining: Amount, requested: Amount) -> None:
-        super().__init__(message)
-        self.remaining = remaining
-        self.requested = requested
 
 
 def _dec(x: Any) -> Decimal:
