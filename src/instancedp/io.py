@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DataError
+from .errors import DataError, SchemaError
 
 __all__ = [
     "DataError",
@@ -34,6 +34,8 @@ __all__ = [
     "read_edge_list",
     "read_sql",
     "shipped",
+    "AnalystQuery",
+    "check_row_local_sql",
 ]
 
 
@@ -57,7 +59,7 @@ TABLE_SUFFIXES = {
     ".ndjson.gz": "read_json_auto",
 }
 
-_DROP_HINT = "clean them or pass --drop-missing (Python: drop_missing=True)"
+_DROP_HINT = "clean them or pass drop_missing=True"
 
 
 def _sql_literal(text: str) -> str:
@@ -81,16 +83,18 @@ def _reader(path: Path) -> str:
             return TABLE_SUFFIXES[suffix]
     raise DataError(
         f"cannot tell the format of {path}: use a file ending in "
-        f"{', '.join(sorted(TABLE_SUFFIXES))}, or pass --sql"
+        f"{', '.join(sorted(TABLE_SUFFIXES))}, or pass an sql query that reads it"
     )
 
 
 def _existing_file(path: str | Path) -> Path:
     p = Path(path).expanduser()
     if not p.exists():
-        raise DataError(f"file {p} not found: check the path")
+        raise SchemaError(f"file {p} not found: check the path")
     if p.is_dir():
-        raise DataError(f"{p} is a directory: pass a data file")
+        raise SchemaError(f"{p} is a directory: pass a data file")
+    if p.stat().st_size == 0:
+        raise SchemaError(f"{p} is empty (0 bytes): it has no header line and no rows")
     return p
 
 
@@ -122,7 +126,7 @@ def _run_sql(con: Any, sql: str, what: str | None = None, file: str | None = Non
             raise _NotUTF8(
                 f"cannot read {what or file or 'a file in the query'}: it is not UTF-8 text "
                 "(nor Latin-1): re-encode it as UTF-8 (e.g. iconv -f CP1252 -t UTF-8); a "
-                "Latin-1 CSV passed as FILE (not named in --sql) is read as such"
+                "Latin-1 CSV passed as the data source (not named in the query) is read as such"
             ) from None
         if what is not None:
             raise DataError(
@@ -137,12 +141,18 @@ def _run_sql(con: Any, sql: str, what: str | None = None, file: str | None = Non
             # A file named inside the query is read with DuckDB's sampled type
             # guess; a late "NA" or "12.5" then breaks it.
             raise DataError(
-                f"cannot read a CSV file named in the query: {first}: pass the file as FILE "
-                "and query it as the table data (every row is then used to infer the types "
-                "and NA/NULL spellings count as missing), e.g. instancedp release FILE "
-                '--sql "SELECT col FROM data ..."'
+                f"cannot read a CSV file named in the query: {first}: pass the file as the "
+                "data source and query it as the table data (every row is then used to infer "
+                "the types and NA/NULL spellings count as missing)"
             ) from None
-        raise DataError(f"SQL error: {first}: fix the query") from None
+        whole = " ".join(str(exc).split())
+        low = whole.lower()
+        if "extension" in low and ("install" in low or "download" in low or "autoload" in low):
+            raise SchemaError(
+                f"DuckDB needs an extension it cannot download here (no network access): "
+                f"{whole}; read the data another way (a CSV or Parquet file, or a DataFrame)"
+            ) from None
+        raise SchemaError(f"SQL error: {whole}") from None
 
 
 # Spellings of a missing value in real CSV exports (R, pandas, Excel, SQL dumps);
@@ -219,7 +229,7 @@ def _pick_column(names: Sequence[str], column: str | None, where: str) -> str:
         if len(names) == 1:
             return names[0]
         raise DataError(
-            f"{where} has {len(names)} columns ({_list_names(names)}): choose one with --column"
+            f"{where} has {len(names)} columns ({_list_names(names)}): choose one with column=NAME"
         )
     if column not in names:
         close = [n for n in names if str(n).strip().lower() == column.strip().lower()]
@@ -308,7 +318,7 @@ def _arrow_to_float(arr: Any, name: str, drop_missing: bool) -> np.ndarray:
     if not numeric:
         raise DataError(
             f"column {name!r} is not numeric (type {t}): choose a numeric column or cast it "
-            "in --sql"
+            "in the sql query"
         )
     n_null = arr.null_count
     if n_null and not drop_missing:
@@ -406,7 +416,7 @@ def read_column(
     if column is not None:
         raise DataError(
             f"column {column!r} given but the data ({type(source).__name__}) has no columns: "
-            "drop --column or pass a table"
+            "drop column= or pass a table"
         )
     try:
         arr = np.asarray(source)
@@ -614,3 +624,300 @@ def shipped(name: str) -> Path:
         names = sorted(x.name for x in p.parent.iterdir() if x.name != "README.md")
         raise DataError(f"no shipped dataset {name!r}: choose one of {', '.join(names)}")
     return p
+
+
+# -- analyst mode: row-local SQL in a sandbox, total reads -----------------------
+# In analyst mode nothing the caller sees may depend on the rows except through
+# a charged release.  So the query is checked from its public text (parsed by
+# DuckDB, never by regexes), bound against the public schema before the charge,
+# and evaluated after it so that no row can raise: every expression is wrapped
+# in TRY(...) (an error becomes NULL) and NULLs are then dropped by the public
+# missing-value policy.  CSV columns are read as text (their inferred types
+# would be a function of every row) and cast under the same policy.
+
+#: expression classes a row-local SELECT may use (DuckDB's parsed-expression classes)
+_ROW_LOCAL_CLASSES = frozenset(
+    {"COLUMN_REF", "CONSTANT", "FUNCTION", "OPERATOR", "COMPARISON", "CONJUNCTION",
+     "CASE", "CAST", "BETWEEN", "COLLATE", "TYPE"}
+)
+_NOT_EXPRESSIONS = frozenset({"cast_type", "literal", "value", "qualified_name", "type_info"})
+#: file formats whose column types are declared in the file (read as declared)
+_DECLARED_TYPES = {"read_parquet"}
+_ANALYST_SQL_HELP = (
+    "only SELECT <one expression> FROM data [WHERE <condition>] is accepted, with "
+    "deterministic row-by-row functions"
+)
+
+
+def _parse_sql(con: Any, sql: str) -> dict[str, Any]:
+    import json
+
+    text = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0]
+    tree = json.loads(text)
+    if tree.get("error"):
+        from .errors import ParameterError
+
+        raise ParameterError(
+            f"SQL error: {tree.get('error_message', 'cannot parse the query')}",
+            parameter="sql",
+        )
+    return tree
+
+
+def _consistent_functions(con: Any) -> frozenset[str]:
+    rows = con.execute(
+        "SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
+        "WHERE function_type = 'scalar' AND stability = 'CONSISTENT'"
+    ).fetchall()
+    return frozenset(r[0] for r in rows)
+
+
+def _refuse(why: str) -> None:
+    from .errors import ParameterError
+
+    raise ParameterError(f"SQL not accepted: {why}; {_ANALYST_SQL_HELP}", parameter="sql")
+
+
+def _check_expression(node: Any, allowed_functions: frozenset[str]) -> None:
+    """Refuse anything that is not a deterministic function of one row."""
+    if isinstance(node, list):
+        for x in node:
+            _check_expression(x, allowed_functions)
+        return
+    if not isinstance(node, dict):
+        return
+    cls = node.get("class")
+    if cls is not None:
+        if cls == "SUBQUERY":
+            _refuse("a subquery reads other rows")
+        if cls == "WINDOW":
+            _refuse("a window function reads other rows")
+        if cls == "STAR":
+            _refuse("SELECT * selects several columns")
+        if cls not in _ROW_LOCAL_CLASSES:
+            _refuse(f"expressions of kind {cls.lower()} are not supported")
+        if cls == "FUNCTION":
+            name = str(node.get("function_name", "")).lower()
+            if node.get("schema") or node.get("catalog"):
+                _refuse(f"function {name!r} is qualified by a schema")
+            if name not in allowed_functions:
+                _refuse(
+                    f"function {name!r} is an aggregate, a table function or not "
+                    "deterministic (its value depends on more than its row)"
+                )
+            if node.get("distinct") or node.get("filter") or (
+                node.get("order_bys") or {}
+            ).get("orders"):
+                _refuse(f"function {name!r} uses DISTINCT, FILTER or ORDER BY")
+    for key, value in node.items():
+        # types, literals and names are not expressions
+        if key not in _NOT_EXPRESSIONS and isinstance(value, (dict, list)):
+            _check_expression(value, allowed_functions)
+
+
+def check_row_local_sql(sql: str, con: Any = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The (select expression, where condition) of an accepted analyst query.
+
+    Accepts exactly ``SELECT <expr> FROM data [WHERE <cond>]`` whose expressions
+    use only deterministic scalar functions of the current row (DuckDB's own
+    catalogue says which are ``CONSISTENT``).  Refuses, from the text alone,
+    several statements, set operations, CTEs, joins, other tables or files,
+    subqueries, aggregates, windows, GROUP BY/HAVING/QUALIFY, DISTINCT, ORDER
+    BY, LIMIT, SAMPLE and volatile functions (``random()``, ``error()``,
+    ``now()``…): each makes a selected row depend on other rows or on chance.
+    Raises :class:`ParameterError` naming ``sql``; nothing is charged.
+    """
+    import duckdb
+
+    if not isinstance(sql, str) or not sql.strip():
+        from .errors import ParameterError
+
+        raise ParameterError("sql must be a non-empty SELECT query", parameter="sql")
+    con = con or duckdb.connect()
+    tree = _parse_sql(con, sql)
+    stmts = tree.get("statements", [])
+    if len(stmts) != 1:
+        _refuse("give exactly one statement")
+    node = stmts[0].get("node", {})
+    if node.get("type") != "SELECT_NODE":
+        _refuse("set operations (UNION, EXCEPT, INTERSECT) and other statements")
+    if node.get("cte_map", {}).get("map"):
+        _refuse("WITH (common table expressions)")
+    if node.get("modifiers"):
+        _refuse("DISTINCT, ORDER BY, LIMIT and OFFSET depend on other rows")
+    if node.get("group_expressions") or node.get("group_sets") or node.get("having"):
+        _refuse("GROUP BY and HAVING aggregate rows")
+    if node.get("qualify") or node.get("sample"):
+        _refuse("QUALIFY and USING SAMPLE depend on other rows or on chance")
+    source = node.get("from_table") or {}
+    if source.get("type") != "BASE_TABLE":
+        _refuse("the query must read FROM data only (no joins, files or table functions)")
+    if (
+        str(source.get("table_name", "")).lower() != "data"
+        or source.get("schema_name")
+        or source.get("catalog_name")
+        or source.get("sample")
+        or source.get("at_clause")
+    ):
+        _refuse("the query must read FROM data only (no other table)")
+    select = node.get("select_list") or []
+    if len(select) != 1:
+        _refuse("select exactly one expression")
+    allowed = _consistent_functions(con)
+    _check_expression(select[0], allowed)
+    where = node.get("where_clause")
+    if where is not None:
+        _check_expression(where, allowed)
+    return select[0], where
+
+
+def _analyst_sql_text(
+    con: Any, expr: dict[str, Any], where: dict[str, Any] | None, *, cast: bool = True
+) -> str:
+    """``SELECT TRY_CAST(TRY(expr) AS DOUBLE) FROM data WHERE COALESCE(TRY(cond), false)``,
+    built on DuckDB's own parse tree (no splicing of the user's text)."""
+    import json
+
+    def parse(sql: str) -> dict[str, Any]:
+        return json.loads(con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
+
+    value = "TRY_CAST(TRY(__instancedp_e) AS DOUBLE)" if cast else "TRY(__instancedp_e)"
+    tree = parse(
+        f"SELECT {value} AS value FROM data WHERE COALESCE(TRY(__instancedp_w), false)"
+    )
+    stmt = tree["statements"][0]["node"]
+    if where is None:
+        where = parse("SELECT true")["statements"][0]["node"]["select_list"][0]
+    holes = {"__instancedp_e": expr, "__instancedp_w": where}
+
+    def swap(node: Any) -> Any:
+        if isinstance(node, dict):
+            names = node.get("column_names") if node.get("class") == "COLUMN_REF" else None
+            if names and len(names) == 1 and names[0] in holes:
+                return holes[names[0]]
+            return {k: swap(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [swap(v) for v in node]
+        return node
+
+    stmt["select_list"] = swap(stmt["select_list"])
+    stmt["where_clause"] = swap(stmt["where_clause"])
+    return con.execute("SELECT json_deserialize_sql(?)", [json.dumps(tree)]).fetchone()[0]
+
+
+class AnalystQuery:
+    """A column of ``source`` (optionally through row-local ``sql``), checked and
+    bound before any row is read; :meth:`read` reads the rows, totally.
+
+    Public steps (may raise :class:`ParameterError`/:class:`SchemaError`, before
+    any charge): the format, the query's text, its binding against the schema
+    (column names and declared types).  :meth:`read` (after the charge) never
+    raises for a reason that depends on the rows: values that are NULL, NaN,
+    ±inf, not numbers, or whose expression fails are dropped.
+    """
+
+    def __init__(self, source: Any, column: str | None = None, sql: str | None = None) -> None:
+        import duckdb
+
+        from .errors import ParameterError, SchemaError
+
+        if source is None:
+            raise ParameterError(
+                "analyst mode reads the session's own data only: the query names the "
+                "table data, never a file",
+                parameter="data",
+            )
+        if sql is not None and column is not None:
+            raise ParameterError(
+                "give column or sql, not both: the query selects the column", parameter="column"
+            )
+        self._con = con = duckdb.connect(config={"threads": 1})
+        paths: list[str] = []
+        if isinstance(source, (str, Path)):
+            p = _existing_file(source)
+            reader = _reader(p)
+            if reader == "read_csv_auto":
+                delim = "\t" if ".tsv" in p.name.lower() else ","
+                # Public policy: a header row, the given delimiter, every column as
+                # text (cast below); rows that cannot be parsed are skipped.
+                names = self._csv_header(p, delim)
+                cols = ", ".join(f"{_sql_literal(n)}: 'VARCHAR'" for n in names)
+                rel = (
+                    f"read_csv({_sql_literal(str(p))}, auto_detect=false, header=true, "
+                    f"delim={_sql_literal(delim)}, quote='\"', escape='\"', "
+                    f"columns={{{cols}}}, ignore_errors=true, null_padding=true)"
+                )
+            elif reader in _DECLARED_TYPES:
+                rel = f"{reader}({_sql_literal(str(p))})"
+            else:
+                raise SchemaError(
+                    f"{p.name}: analyst mode reads CSV/TSV (columns cast by the public "
+                    "policy) and Parquet (declared types) only; JSON types are inferred "
+                    "from the rows: convert the file to Parquet"
+                )
+            con.execute(f"CREATE VIEW data AS SELECT * FROM {rel}")
+            paths.append(str(p))
+        else:
+            try:
+                con.register("data", _sql_table(source))
+            except (duckdb.Error, TypeError, ValueError):
+                raise SchemaError(
+                    f"cannot query data of type {type(source).__name__}: pass a pandas or "
+                    "polars DataFrame, an Arrow table, a mapping of columns or a 1-D array"
+                ) from None
+        # Sandbox: only the registered source may be read, and no setting changes.
+        con.execute(f"SET allowed_paths = [{', '.join(_sql_literal(x) for x in paths)}]")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+        names = [r[0] for r in con.execute("DESCRIBE data").fetchall()]
+        if sql is None:
+            col = _pick_column(names, column, "the data")
+            sql = f"SELECT {_quote_ident(col)} FROM data"
+        expr, where = check_row_local_sql(sql, con)
+        self.sql = _analyst_sql_text(con, expr, where)
+        try:  # bind only: depends on the query text and the schema
+            con.execute("DESCRIBE " + sql.strip().rstrip(";")).fetchall()
+            inner = con.execute(
+                "DESCRIBE " + _analyst_sql_text(con, expr, where, cast=False)
+            ).fetchall()
+            con.execute("DESCRIBE " + self.sql).fetchall()
+        except duckdb.Error as exc:
+            raise SchemaError(f"SQL error: {' '.join(str(exc).split())}") from None
+        kind = str(inner[0][1]).upper() if inner else "DOUBLE"
+        if not _numeric_sql_type(kind):
+            raise SchemaError(
+                f"the selected expression has type {kind}, which is not numeric: select a "
+                "number (text columns of a CSV are cast to numbers by the public policy)"
+            )
+
+    @staticmethod
+    def _csv_header(p: Path, delim: str) -> list[str]:
+        """The header line's names (public: the file's schema, not its rows)."""
+        import csv
+
+        with open(p, encoding="utf-8", errors="replace", newline="") as fh:
+            first = fh.readline()
+        if not first.strip():
+            from .errors import SchemaError
+
+            raise SchemaError(
+                f"{p.name} is empty or has no header line: analyst mode needs the column "
+                "names on the first line"
+            )
+        return [n.strip() for n in next(csv.reader([first], delimiter=delim))]
+
+    def read(self) -> np.ndarray:
+        """The selected values as float64, NULL/NaN/±inf/failed rows dropped."""
+        table = self._con.sql(self.sql)
+        col = table.fetchnumpy()["value"]
+        values = np.asarray(np.ma.filled(np.ma.asarray(col, dtype=np.float64), np.nan))
+        return values[np.isfinite(values)]
+
+
+def _numeric_sql_type(kind: str) -> bool:
+    base = kind.split("(")[0].strip()
+    return base in {
+        "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+        "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "BOOLEAN",
+        "VARCHAR", '"NULL"', "NULL",
+    }

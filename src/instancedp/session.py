@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import io as _io
+from .errors import DataError, ParameterError
 from .ledger import Amount, BudgetExceeded, CompositionError, Ledger, LedgerError
 from .privacy import Guarantee
 
@@ -57,6 +58,63 @@ def _is_graph_mechanism(mechanism: Any) -> bool:
     return getattr(query, "neighbours", None) == "edge"
 
 
+# -- analyst mode: the public input policy -------------------------------------
+#: What analyst mode does with rows a mechanism cannot take.  Every step is a
+#: row-by-row map or the addition of one fixed public row, so neighbouring
+#: inputs stay neighbours and the mechanism's guarantee carries over exactly:
+#: - missing: NULL, NaN, ±inf, text that is not a number, and rows whose
+#:   expression fails are dropped;
+#: - out_of_range: values are clamped to the query's public bounds;
+#: - flags: for 0/1-flag statistics (ratio) other values are dropped;
+#: - empty: a mechanism that has no answer on an empty input (decided from the
+#:   mechanism alone, before the charge) always gets one extra public row (the
+#:   midpoint of its bounds, or 0): it then never sees an empty input.
+ANALYST_POLICY = "drop missing, clamp to bounds, one public row for order statistics"
+ANALYST_FAILURE = (
+    "the release failed after its charge (analyst mode shows the same message whatever "
+    "the data; the budget stays spent): ask the data owner to check the data"
+)
+
+
+def analyst_policy(mechanism: Any) -> dict[str, Any]:
+    """The public input policy for ``mechanism`` (a function of the mechanism only)."""
+    from .mechanisms.ratio import PrivateRatio
+    from .random import simulation
+
+    query = getattr(mechanism, "query", None)
+    lo, hi = getattr(query, "lower", None), getattr(query, "upper", None)
+    if lo is None and hasattr(mechanism, "lower"):  # the exponential quantile
+        lo, hi = getattr(mechanism, "lower", None), getattr(mechanism, "upper", None)
+    bounds = None if lo is None or hi is None else [float(lo), float(hi)]
+    flags = isinstance(mechanism, PrivateRatio)
+    try:  # does the mechanism answer on the empty input?  (public: no row involved)
+        mechanism.release(np.empty(0), rng=simulation(0))
+        pad = None
+    except Exception:  # noqa: BLE001 - any refusal means "no answer on empty input"
+        pad = 0.0 if flags or bounds is None else bounds[0] + (bounds[1] - bounds[0]) / 2
+    return {
+        "missing": "drop",
+        "out_of_range": "clamp" if bounds is not None else "none",
+        "flags": "drop values other than 0 and 1" if flags else "none",
+        "bounds": bounds,
+        "added_public_row": pad,
+    }
+
+
+def apply_policy(values: np.ndarray, policy: dict[str, Any]) -> np.ndarray:
+    """Apply :func:`analyst_policy`'s steps to the finite values read from the rows."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if policy.get("flags", "none") != "none":
+        values = values[(values == 0.0) | (values == 1.0)]
+    bounds = policy.get("bounds")
+    if bounds is not None and policy.get("out_of_range") == "clamp":
+        values = np.clip(values, bounds[0], bounds[1])
+    if policy.get("added_public_row") is not None:
+        values = np.append(values, float(policy["added_public_row"]))
+    return values
+
+
 def _precheck(mechanism: Any, data: Any) -> None:
     """Input checks a mechanism would otherwise make only after the charge."""
     from .mechanisms.ratio import PrivateRatio
@@ -88,7 +146,19 @@ class Session:
         derive it from the data's contents: a neighbouring dataset must share
         its budget.
     drop_missing:
-        Drop NULL/NaN values instead of refusing them.
+        Drop NULL/NaN values instead of refusing them (owner mode; analyst
+        mode always drops them).
+    analyst:
+        The caller may not be the data owner (see docs/threat-model.md).
+        Nothing the caller sees then depends on the rows except through
+        charged releases: the ledger must already hold this dataset's budget
+        (nothing is created); SQL is limited to row-local ``SELECT <expr>
+        FROM data [WHERE <cond>]`` checked from its text; the budget is
+        charged before any row is read; and each release is a total function
+        of the rows under the public input policy of :data:`ANALYST_POLICY`.
+    neighbours:
+        The neighbour relation (``"add_remove"`` or ``"substitution"``);
+        None keeps the statistic's default.
     """
 
     def __init__(
@@ -99,15 +169,34 @@ class Session:
         dataset_id: str | None = None,
         *,
         drop_missing: bool = False,
+        analyst: bool = False,
+        neighbours: str | None = None,
     ) -> None:
         self._data = data
         self.dataset_id = "default" if dataset_id is None else dataset_id
         self.drop_missing = bool(drop_missing)
+        self.analyst = bool(analyst)
+        self.neighbours = neighbours
+        if self.analyst:
+            # An analyst spends a budget the data owner set: never create one.
+            if budget is not None:
+                raise ParameterError(
+                    "in analyst mode the budget is the data owner's: leave budget=None and "
+                    "name a ledger that already holds it",
+                    parameter="budget",
+                )
+            if ledger is None or (not isinstance(ledger, Ledger) and str(ledger) == ":memory:"):
+                raise ParameterError(
+                    "analyst mode needs the data owner's existing ledger: pass ledger=PATH",
+                    parameter="ledger",
+                )
         if isinstance(ledger, Ledger):
             self.ledger = ledger
         else:
             # Without a budget there is nothing to create: a missing ledger is an error.
-            self.ledger = Ledger(ledger or ":memory:", create=budget is not None)
+            self.ledger = Ledger(
+                ledger or ":memory:", create=budget is not None and not self.analyst
+            )
         self._budget = self.ledger.ensure_budget(self.dataset_id, budget)
         self._cache: dict[Any, Any] = {}
 
@@ -197,6 +286,8 @@ class Session:
         from .random import resolve
 
         source = resolve(rng)  # a bad rng is refused before anything is charged
+        if self.analyst:
+            return self._release_analyst(mechanism, column, sql, source, convert_delta)
         guarantee = mechanism.guarantee
         data = self._input_for(mechanism, column, sql, drop_missing)
         _precheck(mechanism, data)
@@ -218,6 +309,49 @@ class Session:
             raise
         self._mark(charge.id, "refused" if getattr(release, "refused", False) else "released")
         return release
+
+    def _release_analyst(
+        self, mechanism: Any, column: str | None, sql: str | None, source: Any,
+        convert_delta: float | None,
+    ) -> Any:
+        """The analyst-mode release: public checks, charge, then the rows (totally)."""
+        guarantee = mechanism.guarantee
+        graph = _is_graph_mechanism(mechanism)
+        # 1. Public checks only: the query's text and the schema, never a row.
+        query = None if graph else _io.AnalystQuery(self._data, column, sql)
+        policy = analyst_policy(mechanism)
+        self.ledger.price(self.dataset_id, guarantee, convert_delta)  # CompositionError early
+        params = mechanism.parameters() if callable(getattr(mechanism, "parameters", None)) else {}
+        params = {**params, "input_policy": policy}
+        # 2. The charge (BudgetExceeded here is the same for every dataset).
+        charge = self.ledger.charge(
+            self.dataset_id,
+            guarantee,
+            mechanism=getattr(mechanism, "name", type(mechanism).__name__),
+            parameters=params,
+            convert_delta=convert_delta,
+        )
+        # 3. The rows, through the public policy; any failure from here on gives
+        # one fixed message (its occurrence is the only thing it can reveal).
+        try:
+            if graph:
+                from .queries import as_graph
+
+                data = as_graph(
+                    _io.graph_input(self._data), mechanism.query.n_vertices, normalise=True
+                )
+            else:
+                data = apply_policy(query.read(), policy)
+            release = mechanism.release(data, rng=source)
+        except Exception:  # noqa: BLE001 - the cause may depend on the rows
+            self._mark(charge.id, "failed")
+            raise DataError(ANALYST_FAILURE) from None
+        self._mark(charge.id, "refused" if getattr(release, "refused", False) else "released")
+        import dataclasses
+
+        return dataclasses.replace(
+            release, parameters={**dict(release.parameters), "input_policy": policy}
+        )
 
     def release_statistic(
         self,
@@ -241,6 +375,8 @@ class Session:
         """
         mech = build_mechanism(statistic, epsilon, delta, **options)
         stat = str(statistic).lower().replace("_", "-")
+        if self.analyst:  # n is never read from the rows here: it may be private
+            return self.release(mech, column, sql=sql, rng=rng, convert_delta=convert_delta)
         if stat in GRAPH_STATISTICS:
             return self.release(mech, rng=rng, convert_delta=convert_delta)
         data = self.column(column, sql=sql, drop_missing=drop_missing)
@@ -267,10 +403,30 @@ class Session:
         self.close()
 
     def __repr__(self) -> str:
+        mode = "analyst" if self.analyst else "owner"
         return (
-            f"Session(dataset_id={self.dataset_id!r}, ledger={self.ledger.path!r}, "
-            f"budget={self._budget.describe()})"
+            f"Session(dataset_id={self.dataset_id!r}, ledger={str(self.ledger.path)!r}, "
+            f"mode={mode!r}, budget={self._budget.describe()}, "
+            f"remaining={self.remaining.describe()})"
         )
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = [
+            ("dataset", self.dataset_id),
+            ("ledger", str(self.ledger.path)),
+            ("mode", "analyst" if self.analyst else "owner"),
+            ("budget", self._budget.describe()),
+            ("spent", self.spent.describe()),
+            ("remaining", self.remaining.describe()),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}"
+            "</td></tr>"
+            for k, v in rows
+        )
+        return f"<table><caption>instancedp Session</caption>{body}</table>"
 
 
 # -- recipes: statistic + mechanism names → a mechanism (used by the CLI) ------

@@ -56,6 +56,31 @@ class Release:
             "secure": self.secure,
         }
 
+    def __repr__(self) -> str:
+        value = "refused" if self.refused else f"{self.to_dict()['value']!r}"
+        secure = "" if self.secure else ", secure=False (seeded simulation)"
+        return (
+            f"Release(value={value}, guarantee={self.guarantee.describe()}, "
+            f"mechanism={self.mechanism!r}{secure})"
+        )
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = [
+            ("value", "refused" if self.refused else self.to_dict()["value"]),
+            ("guarantee", self.guarantee.describe()),
+            ("mechanism", self.mechanism),
+            ("secure", "yes" if self.secure else "no: seeded simulation"),
+        ]
+        rows += [(f"parameter {k}", v) for k, v in dict(self.parameters).items()]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
+            f"<td>{html.escape(str(v))}</td></tr>"
+            for k, v in rows
+        )
+        return f"<table><caption>instancedp Release</caption>{body}</table>"
+
 
 class Mechanism(ABC):
     """Base class: public parameters in, ``Release`` out."""
