@@ -8,6 +8,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+from instancedp.errors import SchemaError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,18 +80,18 @@ def test_file_errors(tmp_path):
     f = tmp_path / "t.csv"
     f.write_text("price,region\n1.5,EU\n2.5,US\n")
     assert column_names(f) == ["price", "region"]
-    with pytest.raises(DataError, match=r"not found: check the path"):
+    with pytest.raises(SchemaError, match=r"not found: check the path"):
         read_column(tmp_path / "missing.csv", "price")
     with pytest.raises(DataError, match=r"unknown column 'prise'.*the columns are price, region"):
         read_column(f, "prise")
     with pytest.raises(DataError, match=r"'region' is not numeric"):
         read_column(f, "region")
-    with pytest.raises(DataError, match="choose one with --column"):
+    with pytest.raises(DataError, match="choose one with column=NAME"):
         read_column(f)
     with pytest.raises(DataError, match="cannot tell the format"):
         (tmp_path / "t.xyz").write_text("a\n1\n")
         read_column(tmp_path / "t.xyz", "a")
-    with pytest.raises(DataError, match="directory"):
+    with pytest.raises(SchemaError, match="directory"):
         read_column(tmp_path, "a")
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"PAR1 this is not really parquet")
@@ -106,9 +108,9 @@ def test_sql(tmp_path):
     np.testing.assert_array_equal(got, [4.0])
     df = pd.DataFrame({"v": [5, 6, 7]})
     np.testing.assert_array_equal(read_column(df, sql="SELECT v FROM data WHERE v > 5"), [6, 7])
-    with pytest.raises(DataError, match="SQL error: Parser Error"):
+    with pytest.raises(SchemaError, match="SQL error: Parser Error"):
         read_column(None, sql="SELEC price FROM x")
-    with pytest.raises(DataError, match="SQL error"):
+    with pytest.raises(SchemaError, match="SQL error"):
         read_column(None, sql="SELECT * FROM 'no_such_file.parquet'")
     with pytest.raises(DataError, match="selection is empty"):
         read_column(f, sql="SELECT price FROM data WHERE region = 'XX'")

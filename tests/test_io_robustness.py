@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from instancedp.errors import SchemaError
+
 from instancedp.io import DataError, graph_input, read_column, read_edge_list
 
 
@@ -35,7 +37,7 @@ def test_csv_header_only_or_empty_file_is_an_empty_selection(tmp_path):
         read_column(hdr)
     zero = tmp_path / "zero.csv"
     zero.write_text("")
-    with pytest.raises(DataError, match="selection is empty"):
+    with pytest.raises(SchemaError, match=r"is empty \(0 bytes\): it has no header"):
         read_column(zero)
 
 

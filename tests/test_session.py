@@ -260,4 +260,4 @@ def test_graph_releases_need_a_public_vertex_count(tmp_path):
     with Session(nx.complete_graph(4), PureDP(100.0)) as s:
         r = s.release_statistic("triangles", epsilon=50.0, rng=simulation(0))
         assert abs(r.value - 4) < 1.0
-    assert "--vertices N" in VERTICES_REQUIRED
+    assert "vertices=N" in VERTICES_REQUIRED

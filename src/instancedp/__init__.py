@@ -23,6 +23,11 @@ _LAZY = {
 __all__ = ["PureDP", "ApproxDP", "ZCDP", "__version__", *_LAZY]
 
 
+def __dir__() -> list[str]:
+    # The lazy names are public too: list them for dir() and tab completion.
+    return sorted(set(globals()) | set(__all__))
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)

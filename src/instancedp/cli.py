@@ -27,7 +27,30 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # Whole help lines: click wraps at the terminal width and never breaks a word.
+    context_settings={"max_content_width": 100},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        print(f"instancedp {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Instance-adaptive differential privacy: private statistics from files, SQL and graphs
+    with noise fitted to the data at hand, and a persistent privacy budget."""
 ledger_app = typer.Typer(help="Create and inspect privacy-budget ledgers.", no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
 
@@ -105,33 +128,56 @@ def _fmt_params(params: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _release_with_session(
-    mech: Any,
+def _run_release(
     data: Any,
+    do_release: Any,
     *,
+    guarantee: Any,
     budget: Any,
     ledger: Path | None,
     dataset_id: str,
     seed: int | None,
     as_json: bool,
     zcdp_delta: float | None = None,
+    analyst: bool = False,
+    neighbours: str | None = None,
 ) -> None:
-    from .ledger import amount_of, charge_amount
+    """Open the Session, let ``do_release(session, rng)`` release, print the record."""
     from .session import Session
 
-    if budget is not None:
-        # Refuse a guarantee the budget cannot take before the ledger is created.
-        charge_amount(amount_of(budget).kind, mech.guarantee, zcdp_delta)
     rng = _rng(seed)
+    extra: dict[str, Any] = {"neighbours": neighbours} if neighbours is not None else {}
+    fresh = ledger is not None and not analyst and not Path(ledger).exists()
+    try:
+        _release_and_print(
+            data, do_release, budget=budget, guarantee=guarantee, ledger=ledger,
+            dataset_id=dataset_id, rng=rng, as_json=as_json, analyst=analyst, extra=extra,
+        )
+    except ValueError:
+        # Bad input never leaves behind a ledger this command created (it holds
+        # the budget row only: nothing was charged).
+        if fresh and Path(ledger).exists():  # type: ignore[arg-type]
+            Path(ledger).unlink()  # type: ignore[arg-type]
+        raise
+
+
+def _release_and_print(
+    data: Any, do_release: Any, *, budget: Any, guarantee: Any, ledger: Path | None,
+    dataset_id: str, rng: Any, as_json: bool, analyst: bool, extra: dict[str, Any],
+) -> None:
+    from .session import Session
+
     session = Session(
         data,
-        budget if (budget is not None or ledger is not None) else mech.guarantee,
+        None if analyst else (budget if (budget is not None or ledger is not None) else guarantee),
         ledger=ledger,
         dataset_id=dataset_id,
+        analyst=analyst,
+        **extra,
     )
     with session:
         with _spinner("charging the ledger and computing the release"):
-            release = session.release(mech, rng=rng, convert_delta=zcdp_delta)
+            release = do_release(session, rng)
         remaining = session.remaining if ledger is not None else None
         total = session.budget if ledger is not None else None
     if not release.secure:
@@ -171,7 +217,7 @@ def release(
     statistic: Annotated[
         str,
         typer.Option(
-            help="median|quantile|mean|trimmed-mean|count|sum|ratio|min|max.",
+            help="One of: median, quantile, mean, trimmed mean, count, sum, ratio, min, max.",
         ),
     ] = "median",
     epsilon: Annotated[float, typer.Option(help="Privacy parameter ε > 0.")] = ...,  # type: ignore[assignment]
@@ -190,13 +236,15 @@ def release(
     ] = None,
     mechanism: Annotated[
         str | None,
-        typer.Option(help="smooth|ptr|exponential|laplace|gaussian|bounded-ls|ksw|naive."),
+        typer.Option(
+            help="One of: smooth, ptr, exponential, laplace, gaussian, bounded-ls, ksw, naive."
+        ),
     ] = None,
     noise: Annotated[
         str | None,
         typer.Option(
-            help="Smooth-sensitivity noise: polyplace|student_t|cauchy|laplace|"
-            "laplace_log_normal|uniform_log_normal|arsinh_normal."
+            help="Smooth-sensitivity noise, one of: polyplace, student_t, cauchy, laplace, "
+            "laplace_log_normal, uniform_log_normal, arsinh_normal."
         ),
     ] = None,
     gamma: Annotated[
@@ -216,10 +264,22 @@ def release(
         int | None,
         typer.Option(help="Seeded simulation randomness: NOT a secure release (demos only)."),
     ] = None,
+    analyst: Annotated[
+        bool,
+        typer.Option(
+            "--analyst/--owner",
+            help="Analyst mode (the default): nothing shown depends on the rows except the "
+            "charged release; needs the owner's existing ledger. --owner: the data owner's "
+            "diagnostics (see docs/threat-model.md).",
+        ),
+    ] = True,
+    neighbours: Annotated[
+        str | None,
+        typer.Option(help="Neighbour relation: add-remove or substitution."),
+    ] = None,
 ) -> None:
     """Release one private statistic of a column, charged to a budget ledger."""
-    from . import io
-    from .session import USES_PUBLIC_N, build_mechanism, check_input
+    from .session import build_mechanism
 
     recipe = dict(
         mechanism=mechanism,
@@ -230,25 +290,86 @@ def release(
         gamma=gamma,
         ptr_bound=ptr_bound,
     )
+    _check_statistic(statistic, "release")
+    relation = _relation(neighbours)
+    # Validates every public parameter before anything is read or charged.
     mech = build_mechanism(statistic, epsilon, delta, **recipe)
     budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
     if file is None and sql is None:
         raise CLIError('no data: pass a FILE or --sql "SELECT ..."')
-    with _spinner("reading the data"):
-        data = io.read_column(file, column, sql=sql, drop_missing=drop_missing)
-    check_input(statistic.lower(), data)
-    if statistic.lower() in USES_PUBLIC_N:
-        # Substitution neighbours: n is public, and it tightens the sensitivity.
-        mech = build_mechanism(statistic, epsilon, delta, n=int(data.size), **recipe)
-    _release_with_session(
-        mech,
-        data,
+    if analyst:
+        if budget is not None:
+            raise CLIError(
+                "--budget-epsilon/--budget-delta/--budget-rho set a budget, which only the data "
+                "owner does: drop them (analyst mode spends the ledger's budget) or pass --owner"
+            )
+        if ledger is None:
+            raise CLIError(
+                "analyst mode (the default) charges the data owner's ledger: pass --ledger PATH "
+                "(created by the owner with `instancedp ledger init`), or --owner if you are the "
+                "data owner"
+            )
+        if file is None:
+            raise CLIError(
+                'analyst mode reads the FILE given on the command line: pass FILE and query it '
+                'as the table data (--sql "SELECT col FROM data WHERE ...")'
+            )
+    _run_release(
+        file,
+        lambda session, rng: session.release_statistic(
+            statistic,
+            column,
+            epsilon=epsilon,
+            delta=delta,
+            sql=sql,
+            rng=rng,
+            convert_delta=zcdp_delta,
+            drop_missing=drop_missing,
+            **recipe,
+        ),
+        guarantee=mech.guarantee,
         budget=budget,
         ledger=ledger,
         dataset_id=dataset_id,
         seed=seed,
         as_json=json_out,
         zcdp_delta=zcdp_delta,
+        analyst=analyst,
+        neighbours=relation,
+    )
+
+
+def _relation(neighbours: str | None) -> str | None:
+    if neighbours is None:
+        return None
+    v = neighbours.strip().lower().replace("-", "_")
+    if v not in ("add_remove", "substitution"):
+        raise CLIError(
+            f"--neighbours must be add-remove or substitution; got {neighbours!r}"
+        )
+    return v
+
+
+def _check_statistic(statistic: str, command: str) -> None:
+    """Point a statistic given to the wrong command at the right one; suggest spellings."""
+    from .errors import did_you_mean
+    from .session import GRAPH_STATISTICS, STATISTICS
+
+    st = str(statistic).lower().replace("_", "-")
+    mine, other = (
+        (STATISTICS, GRAPH_STATISTICS) if command == "release" else (GRAPH_STATISTICS, STATISTICS)
+    )
+    if st in mine:
+        return
+    if st in other:
+        right = "release-graph" if command == "release" else "release"
+        raise CLIError(
+            f"statistic {statistic!r} is computed by `instancedp {right}`, not `{command}`: "
+            f"use instancedp {right} ... --statistic {st}"
+        )
+    raise CLIError(
+        f"--statistic must be one of {', '.join(mine)}; got {statistic!r}"
+        + did_you_mean(st, mine)
     )
 
 
@@ -281,14 +402,10 @@ def release_graph(
 ) -> None:
     """Release a private subgraph count under edge privacy."""
     from . import io
-    from .session import GRAPH_STATISTICS, VERTICES_REQUIRED, build_mechanism
+    from .session import VERTICES_REQUIRED, build_mechanism
 
     st = statistic.lower().replace("_", "-")
-    if st not in GRAPH_STATISTICS:
-        raise CLIError(
-            f"statistic must be one of {', '.join(GRAPH_STATISTICS)} for release-graph; "
-            f"got {statistic!r}"
-        )
+    _check_statistic(st, "release-graph")
     if k is not None and st != "kstars":
         raise CLIError("--k applies to --statistic kstars only")
     if vertices is None:
@@ -306,9 +423,10 @@ def release_graph(
     )
     budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
     graph = _normalised_graph(io.read_edge_list(edges), normalise, vertices)
-    _release_with_session(
-        mech,
+    _run_release(
         graph,
+        lambda session, rng: session.release(mech, rng=rng, convert_delta=zcdp_delta),
+        guarantee=mech.guarantee,
         budget=budget,
         ledger=ledger,
         dataset_id=dataset_id,
@@ -805,6 +923,58 @@ def ledger_show(
 
 
 # -- entry point --------------------------------------------------------------------------
+#: The one table from the library's Python spellings to the CLI's flags: library
+#: messages name Python keywords (``bounds=(lo, hi)``), the CLI shows flags.
+PYTHON_TO_FLAG: tuple[tuple[str, str], ...] = (
+    ("bounds=(lo, hi)", "--bounds LO HI"),
+    ("drop_missing=True", "--drop-missing"),
+    ("column=NAME", "--column NAME"),
+    ("column=", "--column"),
+    ("vertices=N", "--vertices N"),
+    ("n_vertices", "--vertices"),
+    ("normalise=True", "--normalise"),
+    ("ledger=PATH", "--ledger PATH"),
+    ("leave budget=None", "drop --budget-epsilon/--budget-delta/--budget-rho"),
+    ("quantile=q", "--quantile Q"),
+    ("delta=d", "--delta D"),
+    ("ptr_bound=b", "--ptr-bound B"),
+    ("the sql query", "--sql"),
+    ("an sql query", "--sql"),
+    ("the data source", "FILE"),
+)
+#: Python keyword → flag, for errors that carry ``parameter``
+PARAMETER_FLAGS: dict[str, str] = {
+    "sql": "--sql",
+    "column": "--column",
+    "bounds": "--bounds",
+    "epsilon": "--epsilon",
+    "delta": "--delta",
+    "quantile": "--quantile",
+    "trim": "--trim",
+    "gamma": "--gamma",
+    "noise": "--noise",
+    "mechanism": "--mechanism",
+    "statistic": "--statistic",
+    "ptr_bound": "--ptr-bound",
+    "ledger": "--ledger",
+    "budget": "--budget-epsilon",
+    "vertices": "--vertices",
+    "data": "FILE",
+}
+
+
+def cli_message(exc: BaseException) -> str:
+    """The library's message re-worded for the command line (one line)."""
+    text = _one_line(str(exc))
+    for python, flag in PYTHON_TO_FLAG:
+        text = text.replace(python, flag)
+    param = getattr(exc, "parameter", None)
+    flag = PARAMETER_FLAGS.get(param) if param else None
+    if flag and flag not in text and param not in ("data",):
+        text = f"{flag}: {text}"
+    return text
+
+
 def _one_line(msg: str) -> str:
     return " ".join(str(msg).split())
 
@@ -814,16 +984,20 @@ def main(argv: list[str] | None = None) -> None:
     from .ledger import BudgetExceeded
 
     command = typer.main.get_command(app)
+    for sub in getattr(command, "commands", {}).values():
+        # The command list shows each description whole (click would cut it with "…").
+        if sub.help and not sub.short_help:
+            sub.short_help = " ".join(sub.help.strip().split("\n\n")[0].split())
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         rv = command.main(args=args, prog_name="instancedp", standalone_mode=False)
     except BudgetExceeded as exc:
-        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+        print(f"error: {cli_message(exc)}", file=sys.stderr)
         sys.exit(EXIT_BUDGET)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except ValueError as exc:
-        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+    except ValueError as exc:  # InstanceDPError subclasses and CLIError
+        print(f"error: {cli_message(exc)}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

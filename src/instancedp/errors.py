@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "did_you_mean",
     "BudgetExceeded",
     "CompositionError",
     "DataError",
@@ -71,3 +72,11 @@ class BudgetExceeded(InstanceDPError):
         super().__init__(message)
         self.remaining = remaining
         self.requested = requested
+
+
+def did_you_mean(word: str, names: Any) -> str:
+    """``"; did you mean 'x'?"`` from the public ``names``, or ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(str(word), [str(n) for n in names], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -36,8 +36,8 @@ __all__ = ["BudgetExceeded", "CompositionError", "LedgerError", "Session"]
 # make it a function of the private edges: adding edge (2, 9) to a triangle
 # then moves the triangle count's smooth sensitivity from 1.0 to 4.18.
 VERTICES_REQUIRED = (
-    "the number of vertices must be public under edge privacy: pass --vertices N "
-    "(Python: vertices=N), a count known without looking at the edges (an edge list "
+    "the number of vertices must be public under edge privacy: pass vertices=N, "
+    "a count known without looking at the edges (an edge list "
     "does not show isolated vertices)"
 )
 
@@ -113,6 +113,26 @@ def apply_policy(values: np.ndarray, policy: dict[str, Any]) -> np.ndarray:
     if policy.get("added_public_row") is not None:
         values = np.append(values, float(policy["added_public_row"]))
     return values
+
+
+#: the keyword options :meth:`Session.release_statistic` takes beyond its own
+RELEASE_OPTIONS = (
+    "mechanism", "bounds", "quantile", "trim", "k", "noise", "gamma", "ptr_bound",
+    "calibration", "vertices",
+)
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """A misspelt keyword names the public options, not an internal function."""
+    from .errors import did_you_mean
+
+    for key in options:
+        if key not in RELEASE_OPTIONS:
+            raise ParameterError(
+                f"unknown option {key}=: the options are {', '.join(RELEASE_OPTIONS)}"
+                + did_you_mean(key, RELEASE_OPTIONS),
+                parameter=key,
+            )
 
 
 def _precheck(mechanism: Any, data: Any) -> None:
@@ -373,6 +393,7 @@ class Session:
         ``drop_missing`` (default: the session's) drops NULL/NaN instead of
         refusing them.  Everything is validated before the ledger is touched.
         """
+        _check_options(options)
         mech = build_mechanism(statistic, epsilon, delta, **options)
         stat = str(statistic).lower().replace("_", "-")
         if self.analyst:  # n is never read from the rows here: it may be private

@@ -1,0 +1,118 @@
+"""Analyst mode: nothing the caller sees depends on the rows except the charged release.
+
+Each case runs on two neighbouring tables (one row added or removed) and
+compares everything the caller sees — the exception type and message, or the
+record without its value, the exit code and stderr — which must be identical.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io as _stdio
+
+import pytest
+
+from instancedp import PureDP, Session
+from instancedp.cli import main
+from instancedp.errors import BudgetExceeded, ParameterError
+from instancedp.random import simulation
+
+BASE = "name,region,salary\nbob,EU,100\nann,US,200\n"
+EXTRA = "eve,XX,150000\n"  # the added row: the only one in region XX, and a huge salary
+
+# The five cases of the end-to-end review: (statistic, sql)
+CASES = {
+    "empty selection vs one row": ("median", "SELECT CAST(salary AS DOUBLE) FROM data WHERE region = 'XX'"),
+    "missing values": ("mean", "SELECT CASE WHEN region = 'XX' THEN NULL ELSE TRY_CAST(salary AS DOUBLE) END FROM data"),
+    "runtime error echo": ("count", "SELECT error((SELECT string_agg(name || '=' || salary, ' ') FROM data)) FROM data"),
+    "CASE THEN NULL predicate": ("count", "SELECT 1 FROM data WHERE CASE WHEN name = 'eve' THEN NULL ELSE true END"),
+    "cast that fails on one row": ("sum", "SELECT CAST(name AS DOUBLE) FROM data WHERE region = 'XX'"),
+}  # fmt: skip
+
+
+def _tables(tmp_path):
+    out = []
+    for i, text in enumerate((BASE, BASE + EXTRA)):
+        f = tmp_path / f"t{i}.csv"
+        f.write_text(text)
+        led = tmp_path / f"l{i}.db"
+        Session(None, PureDP(1.0), ledger=led).close()  # the owner sets the budget
+        out.append((f, led))
+    return out
+
+
+def _python_outcome(f, led, statistic, sql, epsilon):
+    try:
+        with Session(f, ledger=led, analyst=True) as s:
+            r = s.release_statistic(
+                statistic, sql=sql, epsilon=epsilon, bounds=(0, 1000), rng=simulation(0)
+            )
+            d = r.to_dict()
+            d.pop("value")
+            return ("ok", d, s.remaining.describe())
+    except Exception as exc:  # noqa: BLE001 - the outcome is what we compare
+        return (type(exc).__name__, str(exc).replace(str(f), "FILE"))
+
+
+def _cli_outcome(f, led, statistic, sql, epsilon):
+    out, err = _stdio.StringIO(), _stdio.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(["release", str(f), "--sql", sql, "--statistic", statistic, "--epsilon",
+                  str(epsilon), "--bounds", "0", "1000", "--ledger", str(led), "--seed", "0",
+                  "--json"])  # fmt: skip
+        except SystemExit as e:
+            code = e.code or 0
+    text = out.getvalue().replace(str(led), "LEDGER")
+    lines = [x for x in text.splitlines() if '"value"' not in x]
+    return code, lines, err.getvalue().replace(str(f), "FILE")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_five_cases_identical_for_neighbours_python(tmp_path, case):
+    statistic, sql = CASES[case]
+    (f0, l0), (f1, l1) = _tables(tmp_path)
+    for eps in (0.6, 0.6):  # the second 0.6 does not fit the budget of 1: exhausted
+        a = _python_outcome(f0, l0, statistic, sql, eps)
+        b = _python_outcome(f1, l1, statistic, sql, eps)
+        assert a == b, (case, a, b)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_five_cases_identical_for_neighbours_cli(tmp_path, case):
+    statistic, sql = CASES[case]
+    (f0, l0), (f1, l1) = _tables(tmp_path)
+    codes = []
+    for eps in (0.6, 0.6):
+        a = _cli_outcome(f0, l0, statistic, sql, eps)
+        b = _cli_outcome(f1, l1, statistic, sql, eps)
+        assert a == b, (case, a, b)
+        codes.append(a[0])
+    # refused from its text (2), or released then exhausted (0 then 3)
+    assert codes in ([2, 2], [0, 3]), codes
+
+
+def test_refused_sql_charges_nothing_and_budget_check_comes_first(tmp_path):
+    (f0, l0), _ = _tables(tmp_path)
+    with Session(f0, ledger=l0, analyst=True) as s:
+        for sql in ("SELECT salary FROM data LIMIT 1", "SELECT sum(salary) FROM data",
+                    "SELECT random() FROM data", "SELECT salary FROM 'other.csv'",
+                    "SELECT s FROM data, other", "SELECT salary FROM data ORDER BY salary"):  # fmt: skip
+            with pytest.raises(ParameterError, match="SQL not accepted"):
+                s.release_statistic("count", sql=sql, epsilon=0.1)
+        assert s.spent.describe() == "epsilon=0"
+        with pytest.raises(BudgetExceeded):
+            s.release_statistic("count", sql="SELECT 1 FROM data", epsilon=5)
+
+
+def test_analyst_mode_never_creates_a_ledger_or_budget(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text(BASE)
+    with pytest.raises(ParameterError, match="ledger"):
+        Session(f, analyst=True)
+    with pytest.raises(ParameterError, match="budget"):
+        Session(f, PureDP(1), ledger=tmp_path / "x.db", analyst=True)
+    with pytest.raises(Exception):  # noqa: B017 - a missing ledger is not created
+        Session(f, ledger=tmp_path / "x.db", analyst=True)
+    assert not (tmp_path / "x.db").exists()
