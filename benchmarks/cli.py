@@ -139,7 +139,7 @@ def main() -> None:
     )
     size_mb = path.stat().st_size / 2**20
     release_args = [
-        "release", str(path), "--column", "price", "--statistic", "median",
+        "release", "--owner", str(path), "--column", "price", "--statistic", "median",
         "--epsilon", "1", "--bounds", "0", "1000", "--json",
     ]  # fmt: skip
 

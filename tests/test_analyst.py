@@ -22,11 +22,11 @@ EXTRA = "eve,XX,150000\n"  # the added row: the only one in region XX, and a hug
 
 # The five cases of the end-to-end review: (statistic, sql)
 CASES = {
-    "empty selection vs one row": ("median", "SELECT CAST(salary AS DOUBLE) FROM data WHERE region = 'XX'"),
-    "missing values": ("mean", "SELECT CASE WHEN region = 'XX' THEN NULL ELSE TRY_CAST(salary AS DOUBLE) END FROM data"),
-    "runtime error echo": ("count", "SELECT error((SELECT string_agg(name || '=' || salary, ' ') FROM data)) FROM data"),
-    "CASE THEN NULL predicate": ("count", "SELECT 1 FROM data WHERE CASE WHEN name = 'eve' THEN NULL ELSE true END"),
-    "cast that fails on one row": ("sum", "SELECT CAST(name AS DOUBLE) FROM data WHERE region = 'XX'"),
+    "empty selection vs one row": ("median", "SELECT CAST(salary AS DOUBLE) FROM data WHERE region = 'XX'"),  # noqa: E501
+    "missing values": ("mean", "SELECT CASE WHEN region = 'XX' THEN NULL ELSE TRY_CAST(salary AS DOUBLE) END FROM data"),  # noqa: E501
+    "runtime error echo": ("count", "SELECT error((SELECT string_agg(name || '=' || salary, ' ') FROM data)) FROM data"),  # noqa: E501
+    "CASE THEN NULL predicate": ("count", "SELECT 1 FROM data WHERE CASE WHEN name = 'eve' THEN NULL ELSE true END"),  # noqa: E501
+    "cast that fails on one row": ("sum", "SELECT CAST(name AS DOUBLE) FROM data WHERE region = 'XX'"),  # noqa: E501
 }  # fmt: skip
 
 
@@ -98,7 +98,7 @@ def test_refused_sql_charges_nothing_and_budget_check_comes_first(tmp_path):
     with Session(f0, ledger=l0, analyst=True) as s:
         for sql in ("SELECT salary FROM data LIMIT 1", "SELECT sum(salary) FROM data",
                     "SELECT random() FROM data", "SELECT salary FROM 'other.csv'",
-                    "SELECT s FROM data, other", "SELECT salary FROM data ORDER BY salary"):  # fmt: skip
+                    "SELECT s FROM data, other", "SELECT salary FROM data ORDER BY salary"):  # noqa: E501  # fmt: skip
             with pytest.raises(ParameterError, match="SQL not accepted"):
                 s.release_statistic("count", sql=sql, epsilon=0.1)
         assert s.spent.describe() == "epsilon=0"

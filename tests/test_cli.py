@@ -55,7 +55,7 @@ def files(tmp_path_factory):
     # A ledger with one release already on it, to check bad input leaves it untouched.
     led = d / "ledger.db"
     r = cli(
-        "release", "--owner", GOOG, "--column", "close", "--statistic", "median", "--epsilon", "0.5",
+        "release", "--owner", GOOG, "--column", "close", "--statistic", "median", "--epsilon", "0.5",  # noqa: E501
         "--bounds", "0", "1000", "--ledger", str(led), "--budget-epsilon", "2", "--seed", "1",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -80,21 +80,21 @@ BAD_INPUTS = {
                      "--bounds", "0", "10"], ["epsilon must be a finite number > 0"]),
     "epsilon inf": (["release", "--owner", "{csv}", "--column", "clean", "--epsilon", "inf",
                      "--bounds", "0", "10"], ["epsilon must be a finite number > 0"]),
-    "delta one": (["release", "--owner", "{csv}", "--column", "clean", "--epsilon", "1", "--delta", "1",
+    "delta one": (["release", "--owner", "{csv}", "--column", "clean", "--epsilon", "1", "--delta", "1",  # noqa: E501
                    "--mechanism", "gaussian", "--statistic", "mean", "--bounds", "0", "10"],
                   ["delta must be a number in [0, 1)"]),
     "gamma out of range": (["release", "--owner", "{csv}", "--column", "clean", "--epsilon", "1",
                             "--bounds", "0", "10", "--gamma", "3"], ["gamma must be in (0, "]),
     "NULL without drop": (["release", "--owner", "{csv}", "--column", "price", "--epsilon", "1",
                            "--bounds", "0", "100"], ["1 missing", "--drop-missing"]),
-    "empty selection": (["release", "--owner", "--sql", "SELECT price FROM '{parquet}' WHERE region = 'XX'",
+    "empty selection": (["release", "--owner", "--sql", "SELECT price FROM '{parquet}' WHERE region = 'XX'",  # noqa: E501
                          "--epsilon", "1", "--bounds", "0", "100"], ["selection is empty"]),
-    "SQL syntax error": (["release", "--owner", "--sql", "SELEC price FROM '{parquet}'", "--epsilon", "1",
+    "SQL syntax error": (["release", "--owner", "--sql", "SELEC price FROM '{parquet}'", "--epsilon", "1",  # noqa: E501
                           "--bounds", "0", "100"], ["SQL error", "syntax error"]),
-    "ratio needs flags": (["release", "--owner", "{csv}", "--column", "flag", "--statistic", "ratio",
+    "ratio needs flags": (["release", "--owner", "{csv}", "--column", "flag", "--statistic", "ratio",  # noqa: E501
                            "--epsilon", "1"], ["0/1 flags"]),
     "no data": (["release", "--owner", "--epsilon", "1", "--bounds", "0", "1"], ["no data"]),
-    "unknown statistic": (["release", "--owner", "{csv}", "--column", "clean", "--statistic", "mode",
+    "unknown statistic": (["release", "--owner", "{csv}", "--column", "clean", "--statistic", "mode",  # noqa: E501
                            "--epsilon", "1"], ["statistic must be one of"]),
     "usage error": (["release", "--owner", "{csv}", "--column", "clean", "--epsilon", "abc"],
                     ["'--epsilon'"]),
@@ -120,7 +120,7 @@ def test_unreadable_ledger(files, tmp_path):
     bad = tmp_path / "bad.db"
     bad.write_bytes(b"not a database " * 200)
     before = bad.read_bytes()
-    r = cli("release", "--owner", GOOG, "--column", "close", "--epsilon", "1", "--bounds", "0", "1000",
+    r = cli("release", "--owner", GOOG, "--column", "close", "--epsilon", "1", "--bounds", "0", "1000",  # noqa: E501
             "--ledger", str(bad), "--budget-epsilon", "1", "--seed", "0")  # fmt: skip
     _assert_bad(r, "not a readable instancedp ledger")
     assert bad.read_bytes() == before
@@ -129,7 +129,7 @@ def test_unreadable_ledger(files, tmp_path):
 
 def test_bad_input_never_creates_a_ledger(files, tmp_path):
     led = tmp_path / "new.db"
-    r = cli("release", "--owner", files["csv"], "--column", "price", "--epsilon", "1", "--bounds", "0", "1",
+    r = cli("release", "--owner", files["csv"], "--column", "price", "--epsilon", "1", "--bounds", "0", "1",  # noqa: E501
             "--ledger", str(led), "--budget-epsilon", "1")  # fmt: skip
     _assert_bad(r, "missing")
     assert not led.exists()
@@ -158,7 +158,7 @@ def test_release_text_and_json_carry_only_public_fields(tmp_path):
 
     led = tmp_path / "l.db"
     # ε·n = 2·1047 ≥ 2000: the default is the smooth-sensitivity mechanism.
-    r = cli("release", "--owner", GOOG, "--column", "close", "--statistic", "median", "--epsilon", "2",
+    r = cli("release", "--owner", GOOG, "--column", "close", "--statistic", "median", "--epsilon", "2",  # noqa: E501
             "--bounds", "0", "1000", "--ledger", str(led), "--budget-epsilon", "4",
             "--seed", "5", "--json")  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -206,7 +206,7 @@ def test_release_text_and_json_carry_only_public_fields(tmp_path):
     keys = json.dumps(out["parameters"]).lower()
     for banned in ("sensitivity", "scale", "ss", "ls", "true"):
         assert f'"{banned}"' not in keys
-    t = cli("release", "--owner", GOOG, "--column", "close", "--epsilon", "1", "--bounds", "0", "1000",
+    t = cli("release", "--owner", GOOG, "--column", "close", "--epsilon", "1", "--bounds", "0", "1000",  # noqa: E501
             "--seed", "5")  # fmt: skip
     assert t.returncode == 0
     assert "secure      false" in t.stdout and "NOT A PRIVATE RELEASE" in t.stdout
@@ -214,13 +214,13 @@ def test_release_text_and_json_carry_only_public_fields(tmp_path):
 
 
 def test_release_from_sql_parquet_and_drop_missing(files):
-    r = cli("release", "--owner", "--sql", f"SELECT price FROM '{files['parquet']}' WHERE region = 'EU'",
+    r = cli("release", "--owner", "--sql", f"SELECT price FROM '{files['parquet']}' WHERE region = 'EU'",  # noqa: E501
             "--statistic", "median", "--epsilon", "1", "--bounds", "0", "100", "--seed", "2",
             "--json")  # fmt: skip
     assert r.returncode == 0, r.stderr
     v = json.loads(r.stdout)["value"]
     assert 0 <= v <= 100  # PolyPlace noise is unbounded, but the median of N(50,10) is near 50
-    r = cli("release", "--owner", files["csv"], "--column", "price", "--drop-missing", "--statistic",
+    r = cli("release", "--owner", files["csv"], "--column", "price", "--drop-missing", "--statistic",  # noqa: E501
             "median", "--epsilon", "1", "--bounds", "0", "100", "--seed", "2")  # fmt: skip
     assert r.returncode == 0, r.stderr
 
@@ -235,7 +235,7 @@ def test_release_from_sql_parquet_and_drop_missing(files):
     ],
 )
 def test_release_mechanisms(extra):
-    r = cli("release", "--owner", GOOG, "--column", "close", "--epsilon", "1", "--bounds", "0", "1000",
+    r = cli("release", "--owner", GOOG, "--column", "close", "--epsilon", "1", "--bounds", "0", "1000",  # noqa: E501
             "--seed", "4", "--json", *extra)  # fmt: skip
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -258,7 +258,7 @@ def test_ledger_init_and_show(tmp_path):
     r = cli("ledger", "show", str(led))
     assert r.returncode == 0 and "remaining  epsilon=2, delta=0.000001" in r.stdout
     # The ledger's budget is used when no --budget-* flag is given.
-    r = cli("release", "--owner", GOOG, "--column", "close", "--epsilon", "0.5", "--bounds", "0", "1000",
+    r = cli("release", "--owner", GOOG, "--column", "close", "--epsilon", "0.5", "--bounds", "0", "1000",  # noqa: E501
             "--ledger", str(led), "--seed", "1", "--mechanism", "ptr", "--delta", "1e-7",
             "--ptr-bound", "2")  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -325,7 +325,7 @@ def test_release_graph(tmp_path):
 
 def test_zcdp_release_against_each_budget_type(tmp_path):
     led = tmp_path / "z.db"
-    base = ["release", "--owner", GOOG, "--column", "close", "--epsilon", "1", "--bounds", "0", "1000",
+    base = ["release", "--owner", GOOG, "--column", "close", "--epsilon", "1", "--bounds", "0", "1000",  # noqa: E501
             "--noise", "laplace_log_normal", "--seed", "1", "--ledger", str(led)]  # fmt: skip
     # A zCDP release cannot enter an (ε, δ) budget without a conversion δ: refused, no ledger.
     r = cli(*base, "--budget-epsilon", "3", "--budget-delta", "1e-5")

@@ -13,7 +13,7 @@ def test_late_na_is_counted_as_missing(tmp_path):
     f.write_text("age\n" + "".join(f"{i % 90}\n" for i in range(30_000)) + "NA\n")
     r = cli("release", "--owner", str(f), "--epsilon", "50", "--bounds", "0", "100")
     assert_bad(r, "1 missing", "--drop-missing")
-    r = cli("release", "--owner", str(f), "--epsilon", "50", "--bounds", "0", "100", "--drop-missing")
+    r = cli("release", "--owner", str(f), "--epsilon", "50", "--bounds", "0", "100", "--drop-missing")  # noqa: E501
     assert r.returncode == 0, r.stderr
     assert "value" in r.stdout
 
@@ -44,7 +44,7 @@ def test_edge_lists_bom_binary_and_sparse_ids(tmp_path):
 def test_csv_named_in_sql_with_a_late_na_points_to_file_mode(tmp_path):
     f = tmp_path / "late.csv"
     f.write_text("age\n" + "".join(f"{i % 90}\n" for i in range(30_000)) + "NA\n")
-    r = cli("release", "--owner", "--sql", f"SELECT age FROM '{f}'", "--epsilon", "5", "--bounds", "0", "100")
+    r = cli("release", "--owner", "--sql", f"SELECT age FROM '{f}'", "--epsilon", "5", "--bounds", "0", "100")  # noqa: E501
     assert_bad(r, "CSV", "table data")
     r = cli(
         "release", "--owner", str(f), "--sql", "SELECT age FROM data", "--epsilon", "5",
@@ -56,6 +56,6 @@ def test_csv_named_in_sql_with_a_late_na_points_to_file_mode(tmp_path):
 def test_delta_zero_for_an_approx_mechanism_says_what_delta_to_pass(tmp_path):
     f = tmp_path / "d.csv"
     f.write_text("x\n1\n2\n3\n")
-    r = cli("release", "--owner", str(f), "--epsilon", "1", "--bounds", "0", "10", "--mechanism", "ptr",
+    r = cli("release", "--owner", str(f), "--epsilon", "1", "--bounds", "0", "10", "--mechanism", "ptr",  # noqa: E501
             "--ptr-bound", "1", "--delta", "0")  # fmt: skip
     assert_bad(r, "--delta D with 0 < D < 1")

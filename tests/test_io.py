@@ -8,11 +8,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from instancedp.errors import SchemaError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from instancedp.errors import SchemaError
 from instancedp.io import DataError, column_names, graph_input, read_column, read_edge_list
 
 

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from instancedp.errors import SchemaError
-
 from instancedp.io import DataError, graph_input, read_column, read_edge_list
 
 

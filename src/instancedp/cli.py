@@ -143,7 +143,6 @@ def _run_release(
     neighbours: str | None = None,
 ) -> None:
     """Open the Session, let ``do_release(session, rng)`` release, print the record."""
-    from .session import Session
 
     rng = _rng(seed)
     extra: dict[str, Any] = {"neighbours": neighbours} if neighbours is not None else {}
@@ -967,7 +966,8 @@ def cli_message(exc: BaseException) -> str:
     """The library's message re-worded for the command line (one line)."""
     text = _one_line(str(exc))
     for python, flag in PYTHON_TO_FLAG:
-        text = text.replace(python, flag)
+        # messages that still give both spellings keep the flag only
+        text = text.replace(f"{flag} (Python: {python})", flag).replace(python, flag)
     param = getattr(exc, "parameter", None)
     flag = PARAMETER_FLAGS.get(param) if param else None
     if flag and flag not in text and param not in ("data",):

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     _section("1. A private median from a CSV file")
     print(f"data: {goog} (column 'close', public bounds [0, 1000] dollars)")
     print(
-        "CLI:  instancedp release src/instancedp/data/goog.csv --column close "
+        "CLI:  instancedp release --owner src/instancedp/data/goog.csv --column close "
         "--statistic median --epsilon 2 --bounds 0 1000 "
         f"--ledger {ledger} --budget-epsilon 3 --dataset-id goog"
     )
