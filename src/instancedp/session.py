@@ -268,7 +268,7 @@ class Session:
             from .queries import as_graph
 
             if n_vertices is None and _is_edge_list(self._data):
-                raise ValueError(VERTICES_REQUIRED)
+                raise ParameterError(VERTICES_REQUIRED, parameter="vertices")
             self._cache[key] = as_graph(_io.graph_input(self._data), n_vertices)
         return self._cache[key]
 
