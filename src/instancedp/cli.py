@@ -216,7 +216,7 @@ def release(
     statistic: Annotated[
         str,
         typer.Option(
-            help="One of: median, quantile, mean, trimmed mean, count, sum, ratio, min, max.",
+            help="One of: median, quantile, mean, trimmed-mean, count, sum, ratio, min, max.",
         ),
     ] = "median",
     epsilon: Annotated[float, typer.Option(help="Privacy parameter ε > 0.")] = ...,  # type: ignore[assignment]
@@ -659,7 +659,8 @@ def noise_table(
     out: Annotated[Path | None, typer.Option(help="Folder for noise_table.md/.json/.png.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Standard deviation of each smooth-sensitivity noise family per unit of SS (issue 2)."""
+    """Standard deviation of each smooth-sensitivity noise family per unit of smooth
+    sensitivity (see docs/noise.md)."""
     from . import _validate
     from .experiments import noise_table as NT
 
@@ -975,6 +976,30 @@ def cli_message(exc: BaseException) -> str:
     return text
 
 
+def _whole_words() -> None:
+    """Help text wraps between words only (no "boun-/ded-ls", no "trimmed-/mean").
+
+    Typer's bundled click wraps with a ``TextWrapper`` that breaks on hyphens and
+    inside long words; its help formatter looks the class up at call time."""
+    try:
+        from typer._click import _textwrap
+    except ImportError:  # another typer layout: keep its wrapping
+        return
+    base = _textwrap.TextWrapper
+    if getattr(base, "whole_words", False):
+        return
+
+    class WholeWords(base):  # type: ignore[misc,valid-type]
+        whole_words = True
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("break_on_hyphens", False)
+            kwargs.setdefault("break_long_words", False)
+            super().__init__(*args, **kwargs)
+
+    _textwrap.TextWrapper = WholeWords  # type: ignore[misc]
+
+
 def _one_line(msg: str) -> str:
     return " ".join(str(msg).split())
 
@@ -983,6 +1008,7 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry point: runs the app and turns errors into one line + exit code."""
     from .ledger import BudgetExceeded
 
+    _whole_words()
     command = typer.main.get_command(app)
     for sub in getattr(command, "commands", {}).values():
         # The command list shows each description whole (click would cut it with "…").
