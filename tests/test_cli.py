@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from cli_support import assert_bad as _assert_bad
-from cli_support import cli
+from cli_support import cli, cli_process
 
 from instancedp.io import shipped
 
@@ -268,8 +268,12 @@ def test_ledger_init_and_show(tmp_path):
 
 
 def test_help_and_entry_point():
-    r = cli()  # bare command: the help, exit 0
+    # subprocess smoke tests: the module entry points as a user runs them
+    r = cli_process()  # bare command: the help, exit 0
     assert r.returncode == 0 and "Usage" in r.stdout and not r.stderr.strip()
+    r = subprocess.run([sys.executable, "-m", "instancedp", "--version"], capture_output=True,
+                       text=True)  # fmt: skip
+    assert r.returncode == 0 and r.stdout.startswith("instancedp ")
     r = cli("--help")
     assert r.returncode == 0
     for cmd in ("release", "release-graph", "compare", "audit", "noise-table", "reproduce",
