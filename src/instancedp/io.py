@@ -664,12 +664,28 @@ def _parse_sql(con: Any, sql: str) -> dict[str, Any]:
     return tree
 
 
+_FUNCTIONS_CACHE: dict[str, frozenset[str]] = {}
+
+
 def _consistent_functions(con: Any) -> frozenset[str]:
+    """DuckDB's deterministic scalar functions (read once per DuckDB version)."""
+    import duckdb
+
+    if duckdb.__version__ in _FUNCTIONS_CACHE:
+        return _FUNCTIONS_CACHE[duckdb.__version__]
+    # A name is accepted when it has a deterministic (CONSISTENT) overload and no
+    # volatile one; other overloads are CONSISTENT_WITHIN_QUERY (they read the
+    # session's time zone, never another row).  DuckDB's built-in scalar macros
+    # (nullif, …) are expressions over such functions.
     rows = con.execute(
-        "SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
-        "WHERE function_type = 'scalar' AND stability = 'CONSISTENT'"
+        "SELECT lower(function_name) FROM duckdb_functions() "
+        "WHERE function_type = 'scalar' GROUP BY 1 "
+        "HAVING bool_or(stability = 'CONSISTENT') AND NOT bool_or(stability = 'VOLATILE') "
+        "UNION SELECT lower(function_name) FROM duckdb_functions() WHERE function_type = 'macro'"
     ).fetchall()
-    return frozenset(r[0] for r in rows)
+    names = frozenset(r[0] for r in rows)
+    _FUNCTIONS_CACHE[duckdb.__version__] = names
+    return names
 
 
 def _refuse(why: str) -> None:
