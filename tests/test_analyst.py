@@ -183,3 +183,33 @@ def test_sandbox_reads_no_other_file_and_is_locked(tmp_path):
         q._con.execute("SET enable_external_access = true")
     with pytest.raises(ParameterError, match="SQL not accepted"):
         AnalystQuery(f, sql=f"SELECT secret FROM read_csv('{other}')")
+
+
+def test_release_graph_analyst_mode_same_outcome_for_neighbouring_edge_sets(tmp_path):
+    """An edge entering the file (or a malformed line) changes only the value."""
+    outs = []
+    for i, extra in enumerate(("", "2 3\n", "9 99\n", "x y\n")):
+        f = tmp_path / f"g{i}.edges"
+        f.write_text("0 1\n1 2\n0 2\n" + extra)
+        led = tmp_path / f"g{i}.db"
+        Session(None, PureDP(1.0), ledger=led).close()
+        runs = []
+        for _ in range(2):  # the second does not fit: exit 3 before any edge is read
+            code, lines, err = _cli_graph(f, led)
+            runs.append((code, lines, err.replace(str(f), "FILE")))
+        outs.append(runs)
+    assert all(o == outs[0] for o in outs), outs
+    assert [r[0] for r in outs[0]] == [0, 3]
+
+
+def _cli_graph(f, led):
+    out, err = _stdio.StringIO(), _stdio.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(["release-graph", str(f), "--epsilon", "0.6", "--vertices", "4", "--ledger",
+                  str(led), "--seed", "0", "--json"])  # fmt: skip
+        except SystemExit as e:
+            code = e.code or 0
+    lines = [x for x in out.getvalue().replace(str(led), "L").splitlines() if '"value"' not in x]
+    return code, lines, err.getvalue()

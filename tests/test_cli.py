@@ -287,14 +287,14 @@ def test_help_and_entry_point():
 
 def test_release_graph(tmp_path):
     led = tmp_path / "g.db"
-    r = cli("release-graph", KARATE, "--statistic", "triangles", "--epsilon", "1",
+    r = cli("release-graph", "--owner", KARATE, "--statistic", "triangles", "--epsilon", "1",
             "--vertices", "34", "--ledger", str(led), "--budget-epsilon", "2",
             "--dataset-id", "karate", "--seed", "0", "--json")  # fmt: skip
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["guarantee"] == {"type": "pure", "epsilon": 1.0}
     assert out["dataset_id"] == "karate" and out["remaining"]["exact"] == {"epsilon": "1"}
-    r = cli("release-graph", KARATE, "--statistic", "kstars", "--k", "2", "--epsilon", "0.5",
+    r = cli("release-graph", "--owner", KARATE, "--statistic", "kstars", "--k", "2", "--epsilon", "0.5",  # noqa: E501
             "--vertices", "34", "--ledger", str(led), "--dataset-id", "karate",
             "--seed", "0")  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -302,26 +302,26 @@ def test_release_graph(tmp_path):
     bad = tmp_path / "loops.edges"
     bad.write_text("0 1\n1 1\n")
     _assert_bad(
-        cli("release-graph", str(bad), "--epsilon", "1", "--vertices", "2", "--ledger", str(led)),
+        cli("release-graph", "--owner", str(bad), "--epsilon", "1", "--vertices", "2", "--ledger", str(led)),  # noqa: E501
         "self-loop",
         "--normalise",
     )
     _assert_bad(
-        cli("release-graph", KARATE, "--statistic", "squares", "--epsilon", "1"),
+        cli("release-graph", "--owner", KARATE, "--statistic", "squares", "--epsilon", "1"),
         "statistic must be one of triangles, kstars, two-triangles",
     )
     _assert_bad(
-        cli("release-graph", str(tmp_path / "none.edges"), "--epsilon", "1", "--vertices", "3"),
+        cli("release-graph", "--owner", str(tmp_path / "none.edges"), "--epsilon", "1", "--vertices", "3"),  # noqa: E501
         "not found",
     )
     # Edge privacy fixes the vertex set: it must be public, never read off the edges.
     _assert_bad(
-        cli("release-graph", KARATE, "--epsilon", "1", "--ledger", str(led)),
+        cli("release-graph", "--owner", KARATE, "--epsilon", "1", "--ledger", str(led)),
         "number of vertices must be public",
         "--vertices N",
     )
     _assert_bad(
-        cli("release-graph", KARATE, "--epsilon", "1", "--vertices", "10", "--ledger", str(led)),
+        cli("release-graph", "--owner", KARATE, "--epsilon", "1", "--vertices", "10", "--ledger", str(led)),  # noqa: E501
         "--vertices",
     )
     assert rows(led) == 2

@@ -297,17 +297,7 @@ def release(
     if file is None and sql is None:
         raise CLIError('no data: pass a FILE or --sql "SELECT ..."')
     if analyst:
-        if budget is not None:
-            raise CLIError(
-                "--budget-epsilon/--budget-delta/--budget-rho set a budget, which only the data "
-                "owner does: drop them (analyst mode spends the ledger's budget) or pass --owner"
-            )
-        if ledger is None:
-            raise CLIError(
-                "analyst mode (the default) charges the data owner's ledger: pass --ledger PATH "
-                "(created by the owner with `instancedp ledger init`), or --owner if you are the "
-                "data owner"
-            )
+        _analyst_flags(budget, ledger)
         if file is None:
             raise CLIError(
                 'analyst mode reads the FILE given on the command line: pass FILE and query it '
@@ -336,6 +326,21 @@ def release(
         analyst=analyst,
         neighbours=relation,
     )
+
+
+def _analyst_flags(budget: Any, ledger: Path | None) -> None:
+    """Analyst mode spends the owner's budget: it sets none and needs the owner's ledger."""
+    if budget is not None:
+        raise CLIError(
+            "--budget-epsilon/--budget-delta/--budget-rho set a budget, which only the data "
+            "owner does: drop them (analyst mode spends the ledger's budget) or pass --owner"
+        )
+    if ledger is None:
+        raise CLIError(
+            "analyst mode (the default) charges the data owner's ledger: pass --ledger PATH "
+            "(created by the owner with `instancedp ledger init`), or --owner if you are the "
+            "data owner"
+        )
 
 
 def _relation(neighbours: str | None) -> str | None:
@@ -398,6 +403,15 @@ def release_graph(
     dataset_id: DatasetIdOpt = "default",
     json_out: JsonOpt = False,
     seed: Annotated[int | None, typer.Option(help="Seeded simulation (NOT secure).")] = None,
+    analyst: Annotated[
+        bool,
+        typer.Option(
+            "--analyst/--owner",
+            help="Analyst mode (the default): lines that are not two ids in 0..N-1 are "
+            "skipped, nothing shown depends on the edges except the release. --owner: the data "
+            "owner's diagnostics.",
+        ),
+    ] = True,
 ) -> None:
     """Release a private subgraph count under edge privacy."""
     from . import io
@@ -421,7 +435,11 @@ def release_graph(
         vertices=vertices,
     )
     budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
-    graph = _normalised_graph(io.read_edge_list(edges), normalise, vertices)
+    if analyst:
+        _analyst_flags(budget, ledger)
+        graph: Any = edges  # read by the Session after the charge, under the public policy
+    else:
+        graph = _normalised_graph(io.read_edge_list(edges), normalise, vertices)
     _run_release(
         graph,
         lambda session, rng: session.release(mech, rng=rng, convert_delta=zcdp_delta),
@@ -432,6 +450,7 @@ def release_graph(
         seed=seed,
         as_json=json_out,
         zcdp_delta=zcdp_delta,
+        analyst=analyst,
     )
 
 

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     _section("2. A private triangle count from an edge list")
     print(f"data: {karate} (34 members, 78 friendships; edge privacy)")
     print(
-        "CLI:  instancedp release-graph src/instancedp/data/karate.edges "
+        "CLI:  instancedp release-graph --owner src/instancedp/data/karate.edges "
         f"--statistic triangles --epsilon 0.5 --vertices 34 --ledger {ledger} --budget-epsilon 1 "
         "--dataset-id karate"
     )

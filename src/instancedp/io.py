@@ -570,6 +570,30 @@ def read_edge_list(path: str | Path) -> np.ndarray:
     return np.array([(index[u], index[v]) for u, v in rows], dtype=np.int64).reshape(-1, 2)
 
 
+def read_edge_list_public(path: str | Path, n_vertices: int) -> np.ndarray:
+    """Analyst mode: the edges of a file on the public vertex set ``0..n_vertices-1``.
+
+    Each line is judged on its own (a row-by-row policy, so neighbouring edge
+    sets stay neighbours): a line that is not two integer ids in range, or is a
+    self-loop, is skipped; nothing is renumbered (renumbering from the edges
+    seen would make the vertex ids a function of the private edges).  Never
+    raises for what the lines contain."""
+    p = _existing_file(path)
+    out: list[tuple[int, int]] = []
+    with open(p, encoding="utf-8-sig", errors="replace") as fh:
+        for line in fh:
+            parts = line.replace(",", " ").replace(";", " ").split()
+            if len(parts) < 2:
+                continue
+            try:
+                u, v = int(parts[0]), int(parts[1])
+            except ValueError:
+                continue
+            if u != v and 0 <= u < n_vertices and 0 <= v < n_vertices:
+                out.append((u, v))
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
 def _compact_ids(edges: np.ndarray) -> np.ndarray:
     """Sparse integer ids (user ids, 10^11 and up) numbered 0..V-1 in sorted order.
 

@@ -337,6 +337,8 @@ class Session:
         """The analyst-mode release: public checks, charge, then the rows (totally)."""
         guarantee = mechanism.guarantee
         graph = _is_graph_mechanism(mechanism)
+        if graph and getattr(mechanism.query, "n_vertices", None) is None:
+            raise ParameterError(VERTICES_REQUIRED, parameter="vertices")
         # 1. Public checks only: the query's text and the schema, never a row.
         query = None if graph else _io.AnalystQuery(self._data, column, sql)
         policy = analyst_policy(mechanism)
@@ -357,9 +359,13 @@ class Session:
             if graph:
                 from .queries import as_graph
 
-                data = as_graph(
-                    _io.graph_input(self._data), mechanism.query.n_vertices, normalise=True
+                n = mechanism.query.n_vertices
+                edges = (
+                    _io.read_edge_list_public(self._data, n)
+                    if isinstance(self._data, (str, Path))
+                    else _io.graph_input(self._data)
                 )
+                data = as_graph(edges, n, normalise=True)
             else:
                 data = apply_policy(query.read(), policy)
             release = mechanism.release(data, rng=source)
