@@ -261,3 +261,16 @@ def test_graph_releases_need_a_public_vertex_count(tmp_path):
         r = s.release_statistic("triangles", epsilon=50.0, rng=simulation(0))
         assert abs(r.value - 4) < 1.0
     assert "vertices=N" in VERTICES_REQUIRED
+
+
+def test_session_neighbours_must_match_the_query():
+    from instancedp.errors import ParameterError
+    from instancedp.session import build_mechanism
+
+    mech = build_mechanism("count", 1.0)
+    with pytest.raises(ParameterError, match="neighbours must be one of"):
+        Session([1.0], PureDP(1), neighbours="swap")
+    s = Session([1.0, 2.0], PureDP(1), neighbours="edge")
+    with pytest.raises(ParameterError, match="calibrated for"):
+        s.release(mech)
+    assert s.spent.describe() == "epsilon=0"

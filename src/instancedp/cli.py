@@ -960,6 +960,8 @@ PYTHON_TO_FLAG: tuple[tuple[str, str], ...] = (
     ("the sql query", "--sql"),
     ("an sql query", "--sql"),
     ("the data source", "FILE"),
+    ("neighbours='add_remove'", "--neighbours add-remove"),
+    ("neighbours='substitution'", "--neighbours substitution"),
 )
 #: Python keyword → flag, for errors that carry ``parameter``
 PARAMETER_FLAGS: dict[str, str] = {
@@ -978,6 +980,7 @@ PARAMETER_FLAGS: dict[str, str] = {
     "ledger": "--ledger",
     "budget": "--budget-epsilon",
     "vertices": "--vertices",
+    "neighbours": "--neighbours",
     "data": "FILE",
 }
 

@@ -122,6 +122,19 @@ RELEASE_OPTIONS = (
 )
 
 
+def _check_relation(mechanism: Any, neighbours: str | None) -> None:
+    """A session's declared relation must be the one the mechanism is valid for
+    (the record states it; a mismatch would print a guarantee that does not hold)."""
+    query = getattr(mechanism, "query", None)
+    have = getattr(query, "neighbours", None)
+    if neighbours is not None and have is not None and have != neighbours:
+        raise ParameterError(
+            f"the session's neighbours are {neighbours!r} but this {type(query).__name__} "
+            f"query is calibrated for {have!r}: use a query built for {neighbours!r} neighbours",
+            parameter="neighbours",
+        )
+
+
 def _check_options(options: dict[str, Any]) -> None:
     """A misspelt keyword names the public options, not an internal function."""
     from .errors import did_you_mean
@@ -196,6 +209,16 @@ class Session:
         self.dataset_id = "default" if dataset_id is None else dataset_id
         self.drop_missing = bool(drop_missing)
         self.analyst = bool(analyst)
+        if neighbours is not None:
+            from .queries.base import RELATIONS
+
+            neighbours = str(neighbours).lower().replace("-", "_")
+            if neighbours not in RELATIONS:
+                raise ParameterError(
+                    f"neighbours must be one of {', '.join(RELATIONS)}; got {neighbours!r}",
+                    parameter="neighbours",
+                    allowed=", ".join(RELATIONS),
+                )
         self.neighbours = neighbours
         if self.analyst:
             # An analyst spends a budget the data owner set: never create one.
@@ -306,6 +329,7 @@ class Session:
         from .random import resolve
 
         source = resolve(rng)  # a bad rng is refused before anything is charged
+        _check_relation(mechanism, self.neighbours)
         if self.analyst:
             return self._release_analyst(mechanism, column, sql, source, convert_delta)
         guarantee = mechanism.guarantee
