@@ -213,3 +213,21 @@ def _cli_graph(f, led):
             code = e.code or 0
     lines = [x for x in out.getvalue().replace(str(led), "L").splitlines() if '"value"' not in x]
     return code, lines, err.getvalue()
+
+
+def test_csv_policy_rows_that_cannot_be_read_are_skipped_schema_faults_are_errors(tmp_path):
+    from instancedp.errors import SchemaError
+    from instancedp.io import AnalystQuery
+
+    f = tmp_path / "bad.csv"
+    # a row that is not UTF-8, a row with an extra field, a short row, a quoted number
+    f.write_bytes(b'a,b\n1,x\n\xff\xfe2,y\n3,z,extra\n4\n"5",w\nabc,v\n')
+    assert sorted(AnalystQuery(f, "a").read()) == [1.0, 4.0, 5.0]
+    dup = tmp_path / "dup.csv"
+    dup.write_bytes(b"\xef\xbb\xbfa,b,a\n1,2,3\n")
+    with pytest.raises(SchemaError, match="repeated column names"):
+        AnalystQuery(dup, "a")
+    js = tmp_path / "t.json"
+    js.write_text('[{"a": 1}]')
+    with pytest.raises(SchemaError, match="convert the file to Parquet"):
+        AnalystQuery(js, "a")

@@ -895,7 +895,10 @@ class AnalystQuery:
                     "policy) and Parquet (declared types) only; JSON types are inferred "
                     "from the rows: convert the file to Parquet"
                 )
-            con.execute(f"CREATE VIEW data AS SELECT * FROM {rel}")
+            try:  # binds the schema: the header or the Parquet footer, not the rows
+                con.execute(f"CREATE VIEW data AS SELECT * FROM {rel}")
+            except duckdb.Error as exc:
+                raise SchemaError(f"cannot read {p.name}: {' '.join(str(exc).split())}") from None
             paths.append(str(p))
         else:
             try:
@@ -935,7 +938,7 @@ class AnalystQuery:
         """The header line's names (public: the file's schema, not its rows)."""
         import csv
 
-        with open(p, encoding="utf-8", errors="replace", newline="") as fh:
+        with open(p, encoding="utf-8-sig", errors="replace", newline="") as fh:
             first = fh.readline()
         if not first.strip():
             from .errors import SchemaError
@@ -944,7 +947,16 @@ class AnalystQuery:
                 f"{p.name} is empty or has no header line: analyst mode needs the column "
                 "names on the first line"
             )
-        return [n.strip() for n in next(csv.reader([first], delimiter=delim))]
+        names = [n.strip() for n in next(csv.reader([first], delimiter=delim))]
+        dup = sorted({n for n in names if names.count(n) > 1 or not n})
+        if dup:
+            from .errors import SchemaError
+
+            raise SchemaError(
+                f"{p.name}: the header line has empty or repeated column names "
+                f"({', '.join(repr(n) for n in dup)}): give every column its own name"
+            )
+        return names
 
     def read(self) -> np.ndarray:
         """The selected values as float64, NULL/NaN/±inf/failed rows dropped."""
