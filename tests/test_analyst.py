@@ -106,6 +106,12 @@ def test_refused_sql_charges_nothing_and_budget_check_comes_first(tmp_path):
             s.release_statistic("count", sql="SELECT 1 FROM data", epsilon=5)
 
 
+def _owner_ledger(tmp_path):
+    led = tmp_path / "owner.db"
+    Session(None, PureDP(1.0), ledger=led).close()
+    return led
+
+
 def test_analyst_mode_never_creates_a_ledger_or_budget(tmp_path):
     f = tmp_path / "t.csv"
     f.write_text(BASE)
@@ -113,6 +119,11 @@ def test_analyst_mode_never_creates_a_ledger_or_budget(tmp_path):
         Session(f, analyst=True)
     with pytest.raises(ParameterError, match="budget"):
         Session(f, PureDP(1), ledger=tmp_path / "x.db", analyst=True)
+    with Session(f, ledger=_owner_ledger(tmp_path), analyst=True) as s:
+        with pytest.raises(ParameterError, match="returns the rows"):
+            s.column("salary")
+        with pytest.raises(ParameterError, match="returns the rows"):
+            s.graph(3)
     with pytest.raises(Exception):  # noqa: B017 - a missing ledger is not created
         Session(f, ledger=tmp_path / "x.db", analyst=True)
     assert not (tmp_path / "x.db").exists()

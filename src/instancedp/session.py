@@ -273,6 +273,7 @@ class Session:
         """The checked float64 column (read once, then cached).
 
         ``drop_missing`` overrides the session's setting for this column."""
+        self._owner_only("column")
         drop = self.drop_missing if drop_missing is None else bool(drop_missing)
         key = ("column", column, sql, drop)
         if key not in self._cache:
@@ -286,6 +287,7 @@ class Session:
         vertex count must be given (``n_vertices``, public); networkx graphs
         and scipy.sparse matrices carry their vertex set.
         """
+        self._owner_only("graph")
         key = ("graph", n_vertices)
         if key not in self._cache:
             from .queries import as_graph
@@ -294,6 +296,14 @@ class Session:
                 raise ParameterError(VERTICES_REQUIRED, parameter="vertices")
             self._cache[key] = as_graph(_io.graph_input(self._data), n_vertices)
         return self._cache[key]
+
+    def _owner_only(self, what: str) -> None:
+        if self.analyst:
+            raise ParameterError(
+                f"{what}() returns the rows themselves: analyst mode only releases "
+                "(use release or release_statistic)",
+                parameter="analyst",
+            )
 
     def _input_for(
         self, mechanism: Any, column: str | None, sql: str | None, drop_missing: bool | None
