@@ -31,9 +31,22 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from .. import _validate
+from ..errors import ParameterError
 
 Relation = Literal["substitution", "add_remove", "edge"]
 RELATIONS: tuple[str, ...] = ("substitution", "add_remove", "edge")
+
+
+def relation(neighbours: Any, supported: tuple[str, ...]) -> str:
+    """``neighbours`` checked against a query's supported relations (ParameterError)."""
+    if neighbours not in supported:
+        raise ParameterError(
+            f"neighbours must be one of {', '.join(map(repr, supported))} for this query, "
+            f"got {neighbours!r}",
+            parameter="neighbours",
+            allowed=", ".join(supported),
+        )
+    return str(neighbours)
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +68,8 @@ class Query(ABC):
 
     name: ClassVar[str] = ""
     neighbours: Relation
+    #: the relations whose sensitivities this query knows (``neighbours=`` picks one)
+    supported_relations: ClassVar[tuple[str, ...]] = ("substitution",)
 
     def prepare_key(self) -> tuple:
         """Which preparations this query shares (default: its class and parameters)."""

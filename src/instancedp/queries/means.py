@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _validate
+from ..errors import ParameterError
 from .base import Query
 from .order import (
     _distance,
@@ -48,7 +49,118 @@ from .order import (
     sorted_clamped,
 )
 
-__all__ = ["Mean", "TrimmedMean", "trim_count", "mean_add_remove_local_sensitivity"]
+__all__ = [
+    "Mean",
+    "TrimmedMean",
+    "trim_count",
+    "mean_add_remove_local_sensitivity",
+    "fixed_point_exponent",
+    "fixed_point_units",
+    "exact_clamped_sum",
+    "exact_mean",
+]
+
+
+# -- exact sums on a public fixed-point grid ----------------------------------
+#
+# Every backend (numpy here; SQL engines elsewhere) must produce bit-identical
+# sums, and a released value must move between neighbours by no more than the
+# sensitivity used.  Floating-point summation gives neither (its rounding
+# depends on the order and on the other rows).  So each clamped value is
+# truncated onto a grid 2^−s fixed by the public bounds alone, and the grid
+# units are summed as an exact integer.
+
+_HALF = 1 << 26  # split of the 53-bit units into two int64-safe halves
+
+
+def fixed_point_exponent(lower: float, upper: float, *, shift: bool = False) -> int:
+    """The public grid exponent s: values are summed in units of 2^−s.
+
+    Rule (public bounds only, IEEE-double operations every engine performs
+    identically):
+
+    * ``shift=False`` (sums): M = max(|lower|, |upper|);
+    * ``shift=True`` (means, origin moved to ``lower``): M = fl(upper − lower),
+      the double nearest the range;
+    * E = the smallest integer with 2^E ≥ M (from ``math.frexp``: M = f·2^e
+      with f in [1/2, 1); E = e − 1 if f = 1/2, else e);
+    * s = 52 − E, so |value|·2^s ≤ 2^52 for every value in the range.
+
+    Raises :class:`~instancedp.errors.ParameterError` when the range is not
+    a positive finite double (e.g. bounds (−1e308, 1e308): hi − lo overflows).
+    """
+    lo, hi = _validate.bounds(lower, upper)
+    m = (hi - lo) if shift else max(abs(lo), abs(hi))
+    if not (math.isfinite(m) and m > 0):
+        raise ParameterError(
+            f"bounds ({lo!r}, {hi!r}) are too wide: upper − lower is not a finite double; "
+            "give bounds whose difference is at most 1.7e308",
+            parameter="bounds",
+            allowed="finite lower < upper with upper − lower finite",
+        )
+    f, e = math.frexp(m)
+    return 52 - (e - 1 if f == 0.5 else e)
+
+
+def fixed_point_units(
+    values: Any, lower: float, upper: float, *, shift: bool = False
+) -> np.ndarray:
+    """The integer grid units k_i (as float64, exact integers, |k_i| ≤ 2^52).
+
+    k_i = trunc(c_i · 2^s), where c_i = clamp(x_i, lower, upper) and, with
+    ``shift=True``, c_i = fl(clamp(x_i, lower, upper) − lower) (IEEE
+    subtraction, round to nearest; c_i ∈ [0, fl(upper − lower)] by
+    monotonicity of rounding).  trunc rounds toward zero.  The product by 2^s
+    is exact (``ldexp``; an engine without it multiplies by 2^⌊s/2⌋ then by
+    2^⌈s/2⌉, both exact because the result is ≤ 2^52 in magnitude; where the
+    product falls below the normal range it is < 1 and truncates to 0 either
+    way).  Missing values must be removed or imputed before (public policy).
+    """
+    lo, hi = _validate.bounds(lower, upper)
+    s = fixed_point_exponent(lo, hi, shift=shift)
+    c = np.clip(np.asarray(values, dtype=np.float64).reshape(-1), lo, hi)
+    if shift:
+        c = c - lo
+    return np.trunc(np.ldexp(c, s))
+
+
+def exact_clamped_sum(values: Any, lower: float, upper: float, *, shift: bool = False) -> int:
+    """S = Σ k_i as an exact Python integer (see :func:`fixed_point_units`).
+
+    The represented sum is S · 2^−s with s = ``fixed_point_exponent(lower,
+    upper, shift=shift)`` (plus n·lower when ``shift``).  Each grid term lies in
+    [trunc(lower·2^s), trunc(upper·2^s)] (unshifted) or [0, trunc(D·2^s)]
+    (shifted, D = fl(upper − lower)), a sub-range of the clamped range, so
+    adding or removing one row moves S·2^−s by at most max(|lower|, |upper|)
+    (resp. D), and replacing one by at most upper − lower (resp. D): the
+    sensitivities of the exact sum.  The result does not depend on the order
+    of the rows.
+    """
+    k = fixed_point_units(values, lower, upper, shift=shift)
+    total = 0
+    step = 1 << 30  # int64 sums of ≤ 2^30 halves of ≤ 2^26 cannot overflow
+    for start in range(0, k.size, step):
+        chunk = k[start : start + step]
+        high = np.trunc(chunk / _HALF)  # exact: division by a power of two
+        low = chunk - high * _HALF  # exact, |low| < 2^26
+        total += int(high.astype(np.int64).sum()) * _HALF + int(low.astype(np.int64).sum())
+    return total
+
+
+def exact_mean(values: Any, lower: float, upper: float) -> tuple[Fraction, int]:
+    """(shifted mean, n): the mean of the clamped values minus ``lower``, exact.
+
+    The shifted mean is S·2^−s/n with S = ``exact_clamped_sum(values, lower,
+    upper, shift=True)``; the mean itself is ``lower`` plus it, an addition a
+    release makes only as post-processing, after the noise (so the rounding
+    of a large origin never meets the sensitivity).  n = 0 gives (0, 0).
+    """
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    if x.size == 0:
+        return Fraction(0), 0
+    s = fixed_point_exponent(lower, upper, shift=True)
+    total = exact_clamped_sum(x, lower, upper, shift=True)
+    return Fraction(total, x.size) / Fraction(2) ** s, int(x.size)
 
 
 def trim_count(trim: float, n: int) -> int:
