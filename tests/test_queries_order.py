@@ -21,7 +21,12 @@ levels = st.sampled_from([0.1, 0.25, 0.3, 0.5, 0.6, 0.75, 0.9, 0.99])
 
 
 def _queries(q):
-    return [Quantile(q, LO, HI, neighbours="substitution"), Median(LO, HI, neighbours="substitution"), Min(LO, HI, neighbours="substitution"), Max(LO, HI, neighbours="substitution")]
+    return [
+        Quantile(q, LO, HI, neighbours="substitution"),
+        Median(LO, HI, neighbours="substitution"),
+        Min(LO, HI, neighbours="substitution"),
+        Max(LO, HI, neighbours="substitution"),
+    ]
 
 
 # --- the index --------------------------------------------------------------------------
@@ -36,9 +41,13 @@ def test_quantile_index_is_inverse_cdf(q, n):
 
 
 def test_median_index_even_and_odd():
-    assert Median(0, 10, neighbours="substitution").value([1, 2, 3, 4]) == 2  # lower median for even n
+    assert (
+        Median(0, 10, neighbours="substitution").value([1, 2, 3, 4]) == 2
+    )  # lower median for even n
     assert Median(0, 10, neighbours="substitution").value([5, 1, 3]) == 3
-    assert Quantile(0.3, 0, 100, neighbours="substitution").value(list(range(1, 11))) == 3  # q·n = 3 exactly
+    assert (
+        Quantile(0.3, 0, 100, neighbours="substitution").value(list(range(1, 11))) == 3
+    )  # q·n = 3 exactly
     assert Quantile(0.1, 0, 100, neighbours="substitution").value(list(range(1, 11))) == 1
     assert Quantile(0.7, 0, 100, neighbours="substitution").value(list(range(1, 11))) == 7
 
@@ -49,7 +58,9 @@ def test_values_match_numpy_inverted_cdf():
         x = rng.normal(size=int(rng.integers(1, 50)))
         for q in (0.1, 0.5, 0.77):
             expect = np.quantile(np.clip(x, -1, 1), q, method="inverted_cdf")
-            assert Quantile(q, -1, 1, neighbours="substitution").value(x) == pytest.approx(expect, abs=0)
+            assert Quantile(q, -1, 1, neighbours="substitution").value(x) == pytest.approx(
+                expect, abs=0
+            )
 
 
 # --- fast == brute force ----------------------------------------------------------------
@@ -130,7 +141,9 @@ def test_long_runs_log_scale_and_speed():
     log_ss = order.pair_log_smooth_sensitivity(x, 0.0, 10.0, m, m, 0.01)
     expect = max(math.log(10.0 - 3.0), math.log(3.0)) - 0.01 * min(n - m, m - 1)
     assert log_ss == pytest.approx(expect, rel=1e-12)
-    assert Median(0, 10, neighbours="substitution").smooth_sensitivity(x, 0.01) == 0.0  # underflow, documented
+    assert (
+        Median(0, 10, neighbours="substitution").smooth_sensitivity(x, 0.01) == 0.0
+    )  # underflow, documented
     ties = np.sort(np.random.default_rng(3).integers(0, 21, 100_001)).astype(float)
     q = Median(0, 20, neighbours="substitution")
     k = 60
@@ -157,7 +170,10 @@ def test_smooth_sensitivity_is_beta_smooth_and_above_ls(data, beta, q):
 
 def test_prepare_is_shared_and_checked():
     x = [5.0, -3.0, 2.0, 11.0, 4.0]
-    med, q9 = Median(0, 10, neighbours="substitution"), Quantile(0.9, 0, 10, neighbours="substitution")
+    med, q9 = (
+        Median(0, 10, neighbours="substitution"),
+        Quantile(0.9, 0, 10, neighbours="substitution"),
+    )
     p = med.prepare(x)
     assert np.array_equal(p.data, [0.0, 2.0, 4.0, 5.0, 10.0])  # clamped and sorted
     assert q9.value(p) == q9.value(x) == 10.0

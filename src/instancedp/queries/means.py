@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import _validate
 from ..errors import ParameterError
-from .base import Query
+from .base import Query, relation
 from .order import (
     _distance,
     pair_local_sensitivity,
@@ -163,6 +163,12 @@ def exact_mean(values: Any, lower: float, upper: float) -> tuple[Fraction, int]:
     return Fraction(total, x.size) / Fraction(2) ** s, int(x.size)
 
 
+def _rounded_mean(x: np.ndarray, lower: float, upper: float) -> float:
+    """lower + the exact shifted mean, correctly rounded once (x clamped, non-empty)."""
+    mu, _ = exact_mean(x, lower, upper)
+    return float(Fraction(lower) + mu)
+
+
 def trim_count(trim: float, n: int) -> int:
     """m = ⌊trim·n⌋, exact (trim read as its decimal repr, like ``quantile_index``)."""
     num, den = Fraction(repr(float(trim))).as_integer_ratio()
@@ -179,6 +185,7 @@ class TrimmedMean(Query):
 
     name = "trimmed_mean"
     neighbours = "substitution"
+    supported_relations = ("substitution",)
     exact: ClassVar[bool] = True
 
     def __init__(
@@ -198,6 +205,7 @@ class TrimmedMean(Query):
             raise ValueError(f"trim must be a number in [0, 0.5), got {trim!r}")
         self.trim = t
         self.lower, self.upper = _validate.bounds(lower, upper)
+        fixed_point_exponent(self.lower, self.upper, shift=True)  # refuses overflowing ranges
         if n is not None and (isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1):
             raise ValueError(f"n must be an integer >= 1 or None, got {n!r}")
         self.n = None if n is None else int(n)
@@ -220,15 +228,26 @@ class TrimmedMean(Query):
         return m + 1, n - m, n - 2 * m
 
     @property
+    def rounding_slack(self) -> float:
+        """How far rounding the exact mean to a double can move it: ulp(max(|lower|, |upper|)).
+
+        The value is the exact mean (integer sum on the public grid of
+        :func:`fixed_point_units`) correctly rounded once, so two neighbours'
+        values differ by at most the exact change plus this; every
+        sensitivity below includes it (a constant added to a β-smooth bound
+        keeps it β-smooth)."""
+        return math.ulp(max(abs(self.lower), abs(self.upper)))
+
+    @property
     def global_sensitivity(self) -> float:
         if self.n is None:
-            return self.upper - self.lower
-        return (self.upper - self.lower) / self._window(self.n)[2]
+            return self.upper - self.lower + self.rounding_slack
+        return (self.upper - self.lower) / self._window(self.n)[2] + self.rounding_slack
 
     def value(self, data: Any) -> float:
         x = self._x(data)
         m = trim_count(self.trim, x.size)
-        return float(np.mean(x[m : x.size - m]))
+        return _rounded_mean(x[m : x.size - m], self.lower, self.upper)
 
     def max_distance(self, data: Any) -> float:
         return float(self._x(data).size)
@@ -237,14 +256,15 @@ class TrimmedMean(Query):
         k = _distance(distance)
         x = self._x(data)
         i_max, j_min, kept = self._window(x.size)
-        return pair_local_sensitivity(x, self.lower, self.upper, i_max, j_min, k) / kept
+        exact = pair_local_sensitivity(x, self.lower, self.upper, i_max, j_min, k) / kept
+        return exact + self.rounding_slack
 
     def log_smooth_sensitivity(self, data: Any, beta: float) -> float:
         beta = _validate.nonnegative(beta, "beta")
         x = self._x(data)
         i_max, j_min, kept = self._window(x.size)
         log_ss = pair_log_smooth_sensitivity(x, self.lower, self.upper, i_max, j_min, beta)
-        return log_ss - math.log(kept)
+        return float(np.logaddexp(log_ss - math.log(kept), math.log(self.rounding_slack)))
 
     def smooth_sensitivity(self, data: Any, beta: float) -> float:
         """Exact SS_β, O(n log n) with the sort (pair structure of ``order.py``)."""
@@ -317,39 +337,44 @@ def mean_add_remove_local_sensitivity(x: np.ndarray, lower: float, upper: float,
 class Mean(TrimmedMean):
     """The mean of the data clamped to [lower, upper].
 
-    ``neighbours="substitution"`` (n fixed; ``n`` optional public size, as for
-    ``TrimmedMean``) or ``"add_remove"`` (global sensitivity (upper − lower)/2,
-    reached between {lower} and {lower, upper}).
+    ``neighbours="add_remove"`` (the default; global sensitivity
+    (upper − lower)/2, reached between {lower} and {lower, upper}; non-empty
+    data — a release of the mean under add/remove is noisy sum ÷ noisy count,
+    which needs no such restriction) or ``"substitution"`` (n fixed; ``n``
+    optional public size, as for ``TrimmedMean``).  The value is computed
+    exactly (see :attr:`TrimmedMean.rounding_slack`).
     """
 
     name = "mean"
+    supported_relations = ("add_remove", "substitution")
 
     def __init__(
         self,
         lower: float,
         upper: float,
-        neighbours: str = "substitution",
+        neighbours: str = "add_remove",
         *,
         n: int | None = None,
         drop_missing: bool = False,
     ) -> None:
-        if neighbours not in ("substitution", "add_remove"):
-            raise ValueError(
-                f"neighbours must be 'substitution' or 'add_remove', got {neighbours!r}"
-            )
+        neighbours = relation(neighbours, self.supported_relations)
         if neighbours == "add_remove" and n is not None:
-            raise ValueError("n (a public dataset size) only applies to substitution neighbours")
+            raise ParameterError(
+                "n (a public dataset size) only applies to substitution neighbours",
+                parameter="n",
+                allowed="None under add_remove",
+            )
         super().__init__(0.0, lower, upper, n=n, drop_missing=drop_missing)
         self.neighbours = neighbours  # type: ignore[assignment]
 
     @property
     def global_sensitivity(self) -> float:
         if self.neighbours == "add_remove":
-            return (self.upper - self.lower) / 2
+            return (self.upper - self.lower) / 2 + self.rounding_slack
         return super().global_sensitivity
 
     def value(self, data: Any) -> float:
-        return float(np.mean(self._x(data)))
+        return _rounded_mean(self._x(data), self.lower, self.upper)
 
     def max_distance(self, data: Any) -> float:
         return float(self._x(data).size + (1 if self.neighbours == "add_remove" else 0))
@@ -358,7 +383,8 @@ class Mean(TrimmedMean):
         if self.neighbours == "substitution":
             return super().local_sensitivity(data, distance)
         k = _distance(distance)
-        return mean_add_remove_local_sensitivity(self._x(data), self.lower, self.upper, k)
+        exact = mean_add_remove_local_sensitivity(self._x(data), self.lower, self.upper, k)
+        return exact + self.rounding_slack
 
     def log_smooth_sensitivity(self, data: Any, beta: float) -> float:
         if self.neighbours == "substitution":
@@ -380,7 +406,7 @@ class Mean(TrimmedMean):
             if decay * gs <= best:
                 break
             best = max(best, decay * a.at(k))
-        return best
+        return best + self.rounding_slack
 
     def parameters(self) -> dict[str, Any]:
         p: dict[str, Any] = {"lower": self.lower, "upper": self.upper}
