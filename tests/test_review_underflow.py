@@ -38,7 +38,9 @@ def test_setup_true_smooth_sensitivity_positive_but_float_underflows():
 
 
 def test_smooth_mechanism_never_releases_an_exact_atom_on_underflow():
-    mech = SmoothSensitivityMechanism(Median(-1, 1, neighbours="substitution"), epsilon=3.0, gamma=1.0, noise="polyplace")
+    mech = SmoothSensitivityMechanism(
+        Median(-1, 1, neighbours="substitution"), epsilon=3.0, gamma=1.0, noise="polyplace"
+    )
     x, xp = _pair()
     # exact law: no atom on either side of the pair (x′ has none: SS(x′) > 0)
     assert not mech.output_distribution(xp).atoms
