@@ -63,6 +63,24 @@ class Prepared:
         raise TypeError("this prepared data has no record count")
 
 
+def finite_range(lower: float, upper: float) -> float:
+    """upper − lower, refused (ParameterError) when it overflows to inf.
+
+    Sensitivities, interval lengths and shifted values all use this
+    difference; bounds such as (−1e308, 1e308) would make them overflow in a
+    data-dependent way, so they are refused up front from the public bounds.
+    """
+    d = upper - lower
+    if not math.isfinite(d):
+        raise ParameterError(
+            f"bounds ({lower!r}, {upper!r}) are too wide: upper − lower overflows; "
+            "give bounds whose difference is at most 1.7e308",
+            parameter="bounds",
+            allowed="finite lower < upper with upper − lower finite",
+        )
+    return d
+
+
 class Query(ABC):
     """Base class: subclasses implement ``value`` and ``local_sensitivity``."""
 

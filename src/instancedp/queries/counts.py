@@ -150,14 +150,27 @@ class Sum(Query):
         return float(max(min(exact, _DBL_MAX), -_DBL_MAX))
 
     def max_distance(self, data: Any) -> float:
-        return 0.0
+        return 1.0 if self.neighbours == "substitution" else 0.0
+
+    def _substitution_ls0(self, x: np.ndarray) -> float:
+        """Replace the smallest value by ``upper`` or the largest by ``lower``."""
+        if x.size == 0:
+            return self.upper - self.lower
+        return float(max(self.upper - x.min(), x.max() - self.lower))
 
     def local_sensitivity(self, data: Any, distance: int = 0) -> float:
-        _distance(distance)
+        k = _distance(distance)
+        if self.neighbours == "substitution" and k == 0:
+            # from distance 1 on a value can sit at either bound: upper − lower
+            return self._substitution_ls0(self._load(data)) + self.rounding_slack
         return self.global_sensitivity
 
     def smooth_sensitivity(self, data: Any, beta: float) -> float:
-        _validate.nonnegative(beta, "beta")
+        beta = _validate.nonnegative(beta, "beta")
+        if self.neighbours == "substitution":
+            ls0 = self._substitution_ls0(self._load(data))
+            far = math.exp(-beta) * (self.upper - self.lower)
+            return max(ls0, far) + self.rounding_slack
         return self.global_sensitivity
 
     def parameters(self) -> dict[str, Any]:

@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import _validate
 from ..errors import ParameterError
-from .base import Query, relation
+from .base import Query, finite_range, relation
 from .order import (
     _distance,
     pair_local_sensitivity,
@@ -90,14 +90,7 @@ def fixed_point_exponent(lower: float, upper: float, *, shift: bool = False) -> 
     a positive finite double (e.g. bounds (−1e308, 1e308): hi − lo overflows).
     """
     lo, hi = _validate.bounds(lower, upper)
-    m = (hi - lo) if shift else max(abs(lo), abs(hi))
-    if not (math.isfinite(m) and m > 0):
-        raise ParameterError(
-            f"bounds ({lo!r}, {hi!r}) are too wide: upper − lower is not a finite double; "
-            "give bounds whose difference is at most 1.7e308",
-            parameter="bounds",
-            allowed="finite lower < upper with upper − lower finite",
-        )
+    m = finite_range(lo, hi) if shift else max(abs(lo), abs(hi))
     f, e = math.frexp(m)
     return 52 - (e - 1 if f == 0.5 else e)
 

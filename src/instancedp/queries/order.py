@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _validate
-from .base import Query, relation
+from .base import Query, finite_range, relation
 
 __all__ = [
     "Quantile",
@@ -372,6 +372,7 @@ class _OrderStatistic(Query):
         drop_missing: bool = False,
     ) -> None:
         self.lower, self.upper = _validate.bounds(lower, upper)
+        finite_range(self.lower, self.upper)
         self.neighbours = relation(neighbours, self.supported_relations)  # type: ignore[assignment]
         self.drop_missing = bool(drop_missing)
 
