@@ -219,7 +219,7 @@ def release(
 ) -> None:
     """Release one private statistic of a column, charged to a budget ledger."""
     from . import io
-    from .session import USES_PUBLIC_N, build_mechanism, check_input
+    from .session import build_mechanism, check_input
 
     recipe = dict(
         mechanism=mechanism,
@@ -237,9 +237,7 @@ def release(
     with _spinner("reading the data"):
         data = io.read_column(file, column, sql=sql, drop_missing=drop_missing)
     check_input(statistic.lower(), data)
-    if statistic.lower() in USES_PUBLIC_N:
-        # Substitution neighbours: n is public, and it tightens the sensitivity.
-        mech = build_mechanism(statistic, epsilon, delta, n=int(data.size), **recipe)
+    # Add/remove neighbours (the library's default): nothing uses the row count.
     _release_with_session(
         mech,
         data,
