@@ -386,7 +386,7 @@ class _OrderStatistic(Query):
 
     def prepare_key(self) -> tuple:
         # every order statistic (and the trimmed mean) with these bounds shares the sort
-        return ("sorted_clamped", self.lower, self.upper, self.drop_missing, self.neighbours)
+        return ("sorted_clamped", self.lower, self.upper, self.drop_missing)
 
     def _prepare(self, data: Any) -> np.ndarray:
         if self.neighbours == "add_remove" and _is_empty(data):
