@@ -313,46 +313,77 @@ def pair_log_smooth_sensitivity(
 # so all a are handled by running maxima: O(K²) for distances up to K.
 
 
+def _ar_row(x: np.ndarray, lower: float, upper: float, index, r: int, a_max: int):
+    """(a, bound) for r removals and a = 0..a_max additions (sizes ≥ 0 only)."""
+    n = x.size
+    a = np.arange(a_max + 1)
+    size = n + a - r
+    ok = size >= 0
+    a, size = a[ok], size[ok]
+    if a.size == 0:
+        return a, np.zeros(0)
+    p = index(size)
+    # every pair this r can use lies in [p_min − a_max − 1, p_max + r + 1]:
+    # a constant stretch of the sorted data (ties) contributes 0, skip it
+    span = np.array([int(p.min()) - int(a.max()) - 1, int(p.max()) + r + 1])
+    ends = _X(x, lower, upper, span)
+    if ends[1] == ends[0]:
+        return a, np.zeros(a.size)
+    step_add = index(size + 1) - p
+    step_rem = np.where(size >= 1, index(np.maximum(size - 1, 0)) - p, 1)
+    up = (step_add == 1) | (step_rem == 0)
+    down = (step_add == 0) | (step_rem == -1)
+    val = np.zeros(a.size)
+    for need, shift in ((up, 0), (down, 1)):
+        if not need.any():
+            continue
+        right = p - shift
+        left = right - a
+        lo_i, hi_i = int(left.min()), int(right.max())
+        idx = np.arange(lo_i, hi_i + 1)
+        d = _X(x, lower, upper, idx + r + 1) - _X(x, lower, upper, idx)
+        # ranges [left, right] are nested and grow with a: running maxima
+        l0, r0 = int(left[0]) - lo_i, int(right[0]) - lo_i
+        core = d[l0 : r0 + 1].max()
+        lcum = np.maximum.accumulate(d[:l0][::-1]) if l0 > 0 else np.empty(0)
+        rcum = np.maximum.accumulate(d[r0 + 1 :]) if r0 + 1 < d.size else np.empty(0)
+        lsteps = l0 - (left - lo_i)  # how far each range reaches left of l0
+        rsteps = (right - lo_i) - r0
+        g = np.full(a.size, core)
+        has = lsteps > 0
+        g[has] = np.maximum(g[has], lcum[lsteps[has] - 1])
+        has = rsteps > 0
+        g[has] = np.maximum(g[has], rcum[rsteps[has] - 1])
+        val = np.where(need, np.maximum(val, g), val)
+    return a, val
+
+
 def _ar_gap_table(x: np.ndarray, lower: float, upper: float, index, K: int) -> np.ndarray:
     """best[k] = max over a + r = k of the larger active gap bound (see above)."""
-    n = x.size
     best = np.zeros(K + 1)
     for r in range(K + 1):
-        a = np.arange(K - r + 1)
-        size = n + a - r
-        ok = size >= 0
-        if not ok.any():
+        a, val = _ar_row(x, lower, upper, index, r, K - r)
+        if a.size:
+            np.maximum.at(best, a + r, val)
+    return best
+
+
+def _ar_log_smooth_upto(
+    x: np.ndarray, lower: float, upper: float, index, K: int, beta: float
+) -> float:
+    """max_{a + r ≤ K} (log bound(a, r) − β(a + r)), skipping what cannot win."""
+    log_range = math.log(upper - lower)
+    best = -math.inf
+    for r in range(K + 1):
+        if log_range - beta * r <= best:
+            break  # every (a, r) left costs ≥ r
+        reach = K - r if best == -math.inf else min(K - r, int((log_range - best) / beta) - r)
+        if reach < 0:
             continue
-        a, size = a[ok], size[ok]
-        p = index(size)
-        step_add = index(size + 1) - p
-        step_rem = np.where(size >= 1, index(np.maximum(size - 1, 0)) - p, 1)
-        up = (step_add == 1) | (step_rem == 0)
-        down = (step_add == 0) | (step_rem == -1)
-        val = np.zeros(a.size)
-        for need, shift in ((up, 0), (down, 1)):
-            if not need.any():
-                continue
-            right = p - shift
-            left = right - a
-            lo_i, hi_i = int(left.min()), int(right.max())
-            idx = np.arange(lo_i, hi_i + 1)
-            d = _X(x, lower, upper, idx + r + 1) - _X(x, lower, upper, idx)
-            # ranges [left, right] are nested and grow with a: running maxima
-            l0, r0 = int(left[0]) - lo_i, int(right[0]) - lo_i
-            core = d[l0 : r0 + 1].max()
-            lcum = np.maximum.accumulate(d[:l0][::-1]) if l0 > 0 else np.empty(0)
-            rcum = np.maximum.accumulate(d[r0 + 1 :]) if r0 + 1 < d.size else np.empty(0)
-            lsteps = l0 - (left - lo_i)  # how far each range reaches left of l0
-            rsteps = (right - lo_i) - r0
-            g = np.full(a.size, core)
-            has = lsteps > 0
-            g[has] = np.maximum(g[has], lcum[lsteps[has] - 1])
-            has = rsteps > 0
-            g[has] = np.maximum(g[has], rcum[rsteps[has] - 1])
-            val = np.where(need, np.maximum(val, g), val)
-        k = a + r
-        np.maximum.at(best, k, val)
+        a, val = _ar_row(x, lower, upper, index, r, reach)
+        if a.size:
+            with np.errstate(divide="ignore"):
+                best = max(best, float(np.max(np.log(val) - beta * (a + r))))
     return best
 
 
@@ -429,23 +460,35 @@ class _OrderStatistic(Query):
         return pair_log_smooth_sensitivity(x, self.lower, self.upper, m, m, beta)
 
     def _ar_log_smooth(self, x: np.ndarray, beta: float) -> float:
-        """max_k (log A^(k) − kβ), k ≤ n (A^(n) = upper − lower); window doubled
-        until no larger k can win.  O(K²) for the K examined."""
+        """log max(max_{k ≤ K} e^{−kβ} A^(k)(x), e^{−(K+1)β}(upper − lower)).
+
+        K = ``_ar_cap(beta)`` is public (β only, never n), so this is a
+        β-smooth upper bound on LS for every input: the first term is smooth
+        up to distance K, the constant covers every larger k.  It equals the
+        exact SS_β whenever e^{−(K+1)β}(upper − lower) is below the first
+        term — always for K ≥ n (A^(n) = upper − lower: every row removed),
+        and with a relative slack below 2^−60 for β ≥ 0.01.  The window
+        doubles from 64 until no larger k can win: O(K²) at most.
+        """
         log_range = math.log(self.upper - self.lower)
         n = x.size
         if beta == 0:
             return log_range
-        K = min(64, n)
+        cap = _ar_cap(beta)
+        K = min(64, n, cap)
         while True:
-            table = self._ar_table(x, K)
-            with np.errstate(divide="ignore"):
-                logs = np.log(table) - beta * np.arange(K + 1)
-            best = float(logs.max())
+            best = _ar_log_smooth_upto(x, self.lower, self.upper, self.index_array, K, beta)
             if K >= n:
                 return max(best, log_range - beta * n)
             if log_range - beta * (K + 1) <= best:
                 return best
-            K = min(n, 2 * K)
+            if K >= cap:
+                # beyond the cap: A^(k)_add/remove ≤ A^(k)_substitution (docs/queries.md),
+                # itself smooth under add/remove, and ≤ the range
+                m = self.index(n)
+                sub = pair_log_smooth_sensitivity(x, self.lower, self.upper, m, m, beta)
+                return max(best, min(log_range - beta * (K + 1), sub))
+            K = min(n, 2 * K, cap)
 
     def smooth_sensitivity(self, data: Any, beta: float) -> float:
         """SS_β(x) = max_k e^{−kβ} A^(k)(x), exact."""
@@ -453,6 +496,15 @@ class _OrderStatistic(Query):
 
     def parameters(self) -> dict[str, Any]:
         return {"lower": self.lower, "upper": self.upper, "neighbours": self.neighbours}
+
+
+#: most distances examined exactly for add/remove smooth sensitivity
+AR_MAX_DISTANCE = 4096
+
+
+def _ar_cap(beta: float) -> int:
+    """Public cap K on the exact scan: e^{−Kβ} ≤ 2^−60, at most ``AR_MAX_DISTANCE``."""
+    return int(min(AR_MAX_DISTANCE, math.ceil(60 * math.log(2) / beta)))
 
 
 def _is_empty(data: Any) -> bool:
