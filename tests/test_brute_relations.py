@@ -221,3 +221,25 @@ def test_huge_bounds_are_refused_or_saturate():
     s = Sum(0.0, 1e308)
     assert s.value([1e308, 1e308]) == np.finfo(np.float64).max
     assert s.value([1e308]) == 1e308
+
+
+def test_capped_add_remove_smooth_bound_is_an_upper_bound_and_smooth():
+    """β = 14: the exact scan stops at the public cap K = 3 < n; the bound beyond it
+    (substitution SS, capped by the range term) must stay ≥ the exact SS and
+    β-smooth between add/remove neighbours (every pair up to size 5)."""
+    from instancedp.queries.order import _ar_cap
+
+    beta = 14.0
+    assert _ar_cap(beta) == 3
+    for name in ("median", "q0.9", "min"):
+        q = ORDER[name]("add_remove")
+        ss = {x: q.smooth_sensitivity(list(x), beta) for x in _datasets(range(0, 6))}
+        for x, s in ss.items():
+            exact = brute.smooth_sensitivity(
+                q.value, list(x), "add_remove", DOM, beta,
+                global_sensitivity=q.global_sensitivity, allow_empty=True,
+            )  # fmt: skip
+            assert s >= exact * (1 - 1e-12), (name, x)
+            if len(x) < 5:
+                for y in brute.neighbours(x, "add_remove", DOM, allow_empty=True):
+                    assert s <= math.exp(beta) * ss[tuple(y)] * (1 + 1e-12), (name, x, y)
