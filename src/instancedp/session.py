@@ -227,6 +227,7 @@ class Session:
         from .random import resolve
 
         source = resolve(rng)  # a bad rng is refused before anything is charged
+        self._check_relation(mechanism, sql=sql, drop_missing=drop_missing)
         guarantee = mechanism.guarantee
         data = self._input_for(mechanism, column, sql, drop_missing)
         _precheck(mechanism, data)
@@ -285,6 +286,29 @@ class Session:
         return self.release(
             mech, column, sql=sql, rng=rng, convert_delta=convert_delta, drop_missing=drop_missing
         )
+
+    def _check_relation(
+        self, mechanism: Any, *, sql: str | None, drop_missing: bool | None
+    ) -> None:
+        """A mechanism's relation must be the session's (graphs: edge), from public facts.
+
+        Its ε under substitution says nothing under add/remove, and its ε
+        under add/remove is only 2ε under substitution (group privacy), so a
+        mismatch would charge the ledger the wrong amount.
+        """
+        query = getattr(mechanism, "query", None)
+        rel = getattr(mechanism, "neighbours", None) or getattr(query, "neighbours", None)
+        if rel is None or rel == "edge":
+            return
+        if rel != self.neighbours:
+            raise ParameterError(
+                f"the mechanism is calibrated for {rel} neighbours but this session's "
+                f"relation is {self.neighbours}: build its query with neighbours="
+                f"{self.neighbours!r}",
+                parameter="neighbours",
+                allowed=self.neighbours,
+            )
+        self.relation_for_release(sql=sql, drop_missing=drop_missing)
 
     def relation_for_release(
         self, *, sql: str | None = None, drop_missing: bool | None = None

@@ -4,12 +4,14 @@ A query holds only public parameters (bounds, quantile level, trimming) and
 knows how much it can move under its neighbour relation:
 
 - ``value(data)`` — the statistic;
-- ``neighbours`` — ``"substitution"`` (n fixed, one record replaced),
-  ``"add_remove"`` (one record added or removed) or ``"edge"`` (one edge of a
-  graph added or removed);
+- ``neighbours`` — the relation, chosen with the constructor keyword
+  ``neighbours=``: ``"add_remove"`` (one record added or removed; the default
+  for tabular queries), ``"substitution"`` (n fixed and public, one record
+  replaced) or ``"edge"`` (one edge of a graph added or removed, the vertex
+  set public); ``supported_relations`` lists those a query knows;
 - ``global_sensitivity`` — worst case over all neighbours (``math.inf`` if none);
 - ``local_sensitivity(data, distance=k)`` — A^(k)(x) = max over y with
-  d(x, y) ≤ k of LS(y) (NRS 2007 Def. 3.1; FORMULAS.md §1);
+  d(x, y) ≤ k of LS(y) (NRS 2007 Def. 3.1; docs/formulas.md);
 - ``smooth_sensitivity(data, beta)`` — SS_β(x) = max_k e^{−kβ} A^(k)(x).
 
 Data are clamped to the query's public bounds where it has them.

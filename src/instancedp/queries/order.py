@@ -1,10 +1,13 @@
 """Order statistics: quantiles, the median, the minimum and the maximum.
 
-Substitution neighbours (n fixed, one record replaced), data clamped to the
-public bounds [lower, upper].  With x_1 ≤ … ≤ x_n the sorted clamped data and
+Both relations: ``neighbours="add_remove"`` (the default; A^(k) derived in
+the "add/remove neighbours" block below and in docs/queries.md) and
+``"substitution"``.  Data are clamped to the public bounds [lower, upper].
+Under substitution (n fixed, one record replaced), with x_1 ≤ … ≤ x_n the
+sorted clamped data and
 the convention x_i = lower for i < 1 and x_i = upper for i > n, the local
 sensitivity at distance k of the order statistic x_m is (NRS 2007, §3.1;
-FORMULAS.md §1)
+docs/formulas.md)
 
     A^(k)(x) = max_{0 ≤ t ≤ k+1} (x_{m+t} − x_{m+t−k−1}).
 
