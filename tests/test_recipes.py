@@ -134,3 +134,19 @@ def test_session_relation_is_checked_and_shown():
     assert s.neighbours == "add_remove" and "add_remove" in repr(s)
     r = s.release_statistic("median", epsilon=0.5, bounds=(0, 4), rng=simulation(0))
     assert r.mechanism == "exponential_quantile" and r.parameters["neighbours"] == "add_remove"
+
+
+def test_session_refuses_a_mechanism_of_another_relation_before_the_charge():
+    from instancedp.mechanisms import LaplaceMechanism
+    from instancedp.queries import Mean
+
+    s = Session([1.0, 2.0, 3.0], PureDP(1.0))  # add/remove
+    with pytest.raises(ParameterError) as err:
+        s.release(LaplaceMechanism(Mean(0, 4, "substitution", n=3), 0.5), rng=simulation(0))
+    assert err.value.parameter == "neighbours"
+    sub = Session([1.0, 2.0, 3.0], PureDP(1.0), neighbours="substitution")
+    with pytest.raises(ParameterError):
+        sub.release(LaplaceMechanism(Mean(0, 4), 0.5), rng=simulation(0))
+    assert s.history() == [] and sub.history() == []
+    r = s.release(LaplaceMechanism(Mean(0, 4), 0.5), rng=simulation(0))
+    assert r.parameters["neighbours"] == "add_remove"
