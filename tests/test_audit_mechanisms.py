@@ -53,7 +53,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def _median():
     from instancedp.queries import Median
 
-    return Median(*MEDIAN_BOUNDS)
+    return Median(*MEDIAN_BOUNDS, neighbours="substitution")
 
 
 MEDIAN_PAIRS = neighbour_pairs_from_brute((0.0, 1.0, 2.0, 4.0, 8.0), 3, "substitution")

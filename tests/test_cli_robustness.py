@@ -81,4 +81,4 @@ def test_delta_zero_for_an_approx_mechanism_says_what_delta_to_pass(tmp_path):
     f.write_text("x\n1\n2\n3\n")
     r = cli("release", "--owner", str(f), "--epsilon", "1", "--bounds", "0", "10", "--mechanism", "ptr",  # noqa: E501
             "--ptr-bound", "1", "--delta", "0")  # fmt: skip
-    assert_bad(r, "--delta D with 0 < D < 1")
+    assert_bad(r, "delta with 0 < delta < 1")  # the CLI maps keywords to flags

@@ -199,7 +199,7 @@ def test_distance_with_library_median_matches_bfs():
     """The library's Median (closed-form A^(k)) gives PTR the same distances as BFS."""
     from instancedp.queries.order import Median
 
-    real = Median(0, 5)
+    real = Median(0, 5, neighbours="substitution")
     for bound in (0.5, 1.0, 2.0, 4.0, 5.0):
         for x in MEDIAN.all[::2]:
             assert real.value(x) == MEDIAN.value(x)

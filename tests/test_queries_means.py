@@ -16,7 +16,7 @@ from instancedp.queries import Mean, TrimmedMean, brute
 DOMAIN = (0, 1, 2, 3, 4)
 LO, HI = 0.0, 4.0
 SUB = {t: TrimmedMean(t, LO, HI) for t in (0.1, 0.2, 0.34, 0.49)}
-SUB[0.0] = Mean(LO, HI)
+SUB[0.0] = Mean(LO, HI, "substitution")
 AR = Mean(LO, HI, "add_remove")
 
 small = st.lists(st.sampled_from(DOMAIN), min_size=1, max_size=5)
@@ -90,21 +90,25 @@ def test_add_remove_on_real_values_against_enumeration():
 def test_values_and_clamping():
     x = [-3.0, 0.5, 1.0, 2.0, 9.0, 3.0, 3.5]
     clamped = np.clip(x, 0, 4)
-    assert Mean(0, 4).value(x) == pytest.approx(clamped.mean())
+    assert Mean(0, 4, "substitution").value(x) == pytest.approx(clamped.mean())
     for trim in (0.1, 0.2, 0.3):
         expect = stats.trim_mean(clamped, trim)  # cuts int(trim·n) from each end
         assert TrimmedMean(trim, 0, 4).value(x) == pytest.approx(expect)
     # substitution LS of the mean: max(upper − x_min, x_max − lower)/n
-    assert Mean(0, 10).local_sensitivity([2.0, 3.0, 6.0]) == pytest.approx(8.0 / 3)
+    assert Mean(0, 10, "substitution").local_sensitivity([2.0, 3.0, 6.0]) == pytest.approx(8.0 / 3)
 
 
 def test_global_sensitivities():
-    assert Mean(0, 4).global_sensitivity == 4.0  # worst case over n (n unknown)
-    assert Mean(0, 4, n=8).global_sensitivity == 0.5
-    assert Mean(0, 4, "add_remove").global_sensitivity == 2.0
-    assert TrimmedMean(0.25, 0, 4, n=8).global_sensitivity == 1.0  # n − 2m = 4
+    assert Mean(0, 4, "substitution").global_sensitivity == pytest.approx(
+        4.0, abs=1e-14
+    )  # worst case over n (n unknown)
+    assert Mean(0, 4, "substitution", n=8).global_sensitivity == pytest.approx(0.5, abs=1e-14)
+    assert Mean(0, 4, "add_remove").global_sensitivity == pytest.approx(2.0, abs=1e-14)
+    assert TrimmedMean(0.25, 0, 4, n=8).global_sensitivity == pytest.approx(
+        1.0, abs=1e-14
+    )  # n − 2m = 4
     with pytest.raises(ValueError, match="public n is 8"):
-        Mean(0, 4, n=8).value([1.0, 2.0])
+        Mean(0, 4, "substitution", n=8).value([1.0, 2.0])
 
 
 def test_smooth_is_beta_smooth_for_add_remove():
@@ -131,8 +135,8 @@ def test_trimmed_mean_large_input_matches_definition():
         (lambda: TrimmedMean("a", 0, 1), "trim"),
         (lambda: Mean(0, 1, "edge"), "neighbours must be"),
         (lambda: Mean(0, 1, "add_remove", n=3), "only applies to substitution"),
-        (lambda: Mean(0, 1, n=0), "n must be an integer"),
-        (lambda: Mean(3, 1), "lower < upper"),
+        (lambda: Mean(0, 1, "substitution", n=0), "n must be an integer"),
+        (lambda: Mean(3, 1, "substitution"), "lower < upper"),
     ],
 )
 def test_bad_parameters(make, match):
@@ -142,7 +146,7 @@ def test_bad_parameters(make, match):
 
 def test_bad_data():
     with pytest.raises(ValueError, match="1 NaN/inf"):
-        Mean(0, 1).value([0.5, float("nan")])
+        Mean(0, 1, "substitution").value([0.5, float("nan")])
     with pytest.raises(ValueError, match="empty"):
         AR.smooth_sensitivity([], 0.1)
     with pytest.raises(ValueError, match="beta"):

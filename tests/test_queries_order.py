@@ -21,7 +21,12 @@ levels = st.sampled_from([0.1, 0.25, 0.3, 0.5, 0.6, 0.75, 0.9, 0.99])
 
 
 def _queries(q):
-    return [Quantile(q, LO, HI), Median(LO, HI), Min(LO, HI), Max(LO, HI)]
+    return [
+        Quantile(q, LO, HI, neighbours="substitution"),
+        Median(LO, HI, neighbours="substitution"),
+        Min(LO, HI, neighbours="substitution"),
+        Max(LO, HI, neighbours="substitution"),
+    ]
 
 
 # --- the index --------------------------------------------------------------------------
@@ -36,11 +41,15 @@ def test_quantile_index_is_inverse_cdf(q, n):
 
 
 def test_median_index_even_and_odd():
-    assert Median(0, 10).value([1, 2, 3, 4]) == 2  # lower median for even n
-    assert Median(0, 10).value([5, 1, 3]) == 3
-    assert Quantile(0.3, 0, 100).value(list(range(1, 11))) == 3  # q·n = 3 exactly
-    assert Quantile(0.1, 0, 100).value(list(range(1, 11))) == 1
-    assert Quantile(0.7, 0, 100).value(list(range(1, 11))) == 7
+    assert (
+        Median(0, 10, neighbours="substitution").value([1, 2, 3, 4]) == 2
+    )  # lower median for even n
+    assert Median(0, 10, neighbours="substitution").value([5, 1, 3]) == 3
+    assert (
+        Quantile(0.3, 0, 100, neighbours="substitution").value(list(range(1, 11))) == 3
+    )  # q·n = 3 exactly
+    assert Quantile(0.1, 0, 100, neighbours="substitution").value(list(range(1, 11))) == 1
+    assert Quantile(0.7, 0, 100, neighbours="substitution").value(list(range(1, 11))) == 7
 
 
 def test_values_match_numpy_inverted_cdf():
@@ -49,7 +58,9 @@ def test_values_match_numpy_inverted_cdf():
         x = rng.normal(size=int(rng.integers(1, 50)))
         for q in (0.1, 0.5, 0.77):
             expect = np.quantile(np.clip(x, -1, 1), q, method="inverted_cdf")
-            assert Quantile(q, -1, 1).value(x) == pytest.approx(expect, abs=0)
+            assert Quantile(q, -1, 1, neighbours="substitution").value(x) == pytest.approx(
+                expect, abs=0
+            )
 
 
 # --- fast == brute force ----------------------------------------------------------------
@@ -78,7 +89,7 @@ def test_smooth_sensitivity_matches_brute(data, q, beta):
 def test_exhaustive_n6_median_and_quantile():
     # every multiset of 6 values in {0..4}: ties, all-equal, values at both bounds
     for data in brute.datasets(DOMAIN, 6):
-        for query in (Median(LO, HI),):
+        for query in (Median(LO, HI, neighbours="substitution"),):
             expect = brute.local_sensitivities(
                 query.value, data, "substitution", DOMAIN, max_distance=4
             )
@@ -130,9 +141,11 @@ def test_long_runs_log_scale_and_speed():
     log_ss = order.pair_log_smooth_sensitivity(x, 0.0, 10.0, m, m, 0.01)
     expect = max(math.log(10.0 - 3.0), math.log(3.0)) - 0.01 * min(n - m, m - 1)
     assert log_ss == pytest.approx(expect, rel=1e-12)
-    assert Median(0, 10).smooth_sensitivity(x, 0.01) == 0.0  # underflow, documented
+    assert (
+        Median(0, 10, neighbours="substitution").smooth_sensitivity(x, 0.01) == 0.0
+    )  # underflow, documented
     ties = np.sort(np.random.default_rng(3).integers(0, 21, 100_001)).astype(float)
-    q = Median(0, 20)
+    q = Median(0, 20, neighbours="substitution")
     k = 60
     # compare with the definition restricted to k ≤ 60 (larger k cannot win at β = 1)
     naive = max(math.exp(-j) * q.local_sensitivity(ties, j) for j in range(k))
@@ -145,7 +158,7 @@ def test_long_runs_log_scale_and_speed():
 @given(small_data, st.sampled_from(BETAS), levels)
 @settings(max_examples=120)
 def test_smooth_sensitivity_is_beta_smooth_and_above_ls(data, beta, q):
-    query = Quantile(q, LO, HI)
+    query = Quantile(q, LO, HI, neighbours="substitution")
     ss = query.smooth_sensitivity(data, beta)
     assert ss >= query.local_sensitivity(data, 0) - 1e-15
     for y in brute.neighbours(data, "substitution", DOMAIN):
@@ -157,28 +170,31 @@ def test_smooth_sensitivity_is_beta_smooth_and_above_ls(data, beta, q):
 
 def test_prepare_is_shared_and_checked():
     x = [5.0, -3.0, 2.0, 11.0, 4.0]
-    med, q9 = Median(0, 10), Quantile(0.9, 0, 10)
+    med, q9 = (
+        Median(0, 10, neighbours="substitution"),
+        Quantile(0.9, 0, 10, neighbours="substitution"),
+    )
     p = med.prepare(x)
     assert np.array_equal(p.data, [0.0, 2.0, 4.0, 5.0, 10.0])  # clamped and sorted
     assert q9.value(p) == q9.value(x) == 10.0
     assert med.smooth_sensitivity(p, 0.1) == med.smooth_sensitivity(x, 0.1)
     with pytest.raises(ValueError, match="prepared for a different query"):
-        Median(0, 11).value(p)
+        Median(0, 11, neighbours="substitution").value(p)
 
 
 def test_clamping_and_global_sensitivity():
-    assert Median(0, 1).value([-5, 7, 0.5]) == 0.5
-    assert Min(0, 1).value([-5, 7]) == 0.0
-    assert Max(0, 1).value([-5, 7]) == 1.0
-    assert Median(2, 5).global_sensitivity == 3.0
-    assert Median(0, 1).max_distance([0.5, 0.5]) == 2
+    assert Median(0, 1, neighbours="substitution").value([-5, 7, 0.5]) == 0.5
+    assert Min(0, 1, neighbours="substitution").value([-5, 7]) == 0.0
+    assert Max(0, 1, neighbours="substitution").value([-5, 7]) == 1.0
+    assert Median(2, 5, neighbours="substitution").global_sensitivity == 3.0
+    assert Median(0, 1, neighbours="substitution").max_distance([0.5, 0.5]) == 2
     # A^(k) for k ≥ n: the whole range
-    assert Median(0, 1).local_sensitivity([0.5, 0.5], 2) == 1.0
-    assert Median(0, 1).local_sensitivity([0.5] * 3, 10**9) == 1.0
+    assert Median(0, 1, neighbours="substitution").local_sensitivity([0.5, 0.5], 2) == 1.0
+    assert Median(0, 1, neighbours="substitution").local_sensitivity([0.5] * 3, 10**9) == 1.0
 
 
 def test_single_record():
-    q = Median(0, 4)
+    q = Median(0, 4, neighbours="substitution")
     assert q.local_sensitivity([1.0], 0) == 3.0  # x_2 − x_1 = 4 − 1
     assert q.smooth_sensitivity([1.0], 0.5) == pytest.approx(max(3.0, 4 * math.exp(-0.5)))
 
@@ -186,12 +202,12 @@ def test_single_record():
 @pytest.mark.parametrize(
     "make, match",
     [
-        (lambda: Median(1, 1), "lower < upper"),
-        (lambda: Median(2, 1), "lower < upper"),
-        (lambda: Median(0, math.inf), "finite"),
-        (lambda: Quantile(0.0, 0, 1), r"q must be in \(0, 1\)"),
-        (lambda: Quantile(1.0, 0, 1), r"q must be in \(0, 1\)"),
-        (lambda: Quantile(float("nan"), 0, 1), "q must be"),
+        (lambda: Median(1, 1, neighbours="substitution"), "lower < upper"),
+        (lambda: Median(2, 1, neighbours="substitution"), "lower < upper"),
+        (lambda: Median(0, math.inf, neighbours="substitution"), "finite"),
+        (lambda: Quantile(0.0, 0, 1, neighbours="substitution"), r"q must be in \(0, 1\)"),
+        (lambda: Quantile(1.0, 0, 1, neighbours="substitution"), r"q must be in \(0, 1\)"),
+        (lambda: Quantile(float("nan"), 0, 1, neighbours="substitution"), "q must be"),
     ],
 )
 def test_bad_parameters(make, match):
@@ -200,7 +216,7 @@ def test_bad_parameters(make, match):
 
 
 def test_bad_data_and_beta():
-    q = Median(0, 1)
+    q = Median(0, 1, neighbours="substitution")
     with pytest.raises(ValueError, match="2 NaN/inf"):
         q.value([0.1, float("nan"), float("inf")])
     with pytest.raises(ValueError, match="empty"):
@@ -211,5 +227,5 @@ def test_bad_data_and_beta():
         q.smooth_sensitivity([0.1], float("nan"))
     with pytest.raises(ValueError, match="distance"):
         q.local_sensitivity([0.1], -1)
-    dm = Median(0, 1, drop_missing=True)
+    dm = Median(0, 1, drop_missing=True, neighbours="substitution")
     assert dm.value([0.2, float("nan"), 0.4, 0.9]) == 0.4

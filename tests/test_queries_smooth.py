@@ -19,7 +19,7 @@ DOMAIN = (0, 1, 2, 3)
 
 
 def test_from_local_reproduces_query_smooth_sensitivity():
-    q = Median(0, 3)
+    q = Median(0, 3, neighbours="substitution")
     for data in brute.datasets(DOMAIN, 5):
         for beta in (0.0, 0.1, 1.0):
             ss = SmoothSensitivity.from_local(
@@ -46,7 +46,7 @@ def test_contract_is_checked():
 
 
 def test_checker_accepts_ss_and_rejects_ls():
-    q = Median(0, 3)
+    q = Median(0, 3, neighbours="substitution")
     data = list(brute.datasets(DOMAIN, 3))
     assert is_beta_smooth_upper_bound(
         lambda x: q.smooth_sensitivity(x, 0.2), q.value, 0.2, data, "substitution", DOMAIN
@@ -86,7 +86,7 @@ def test_brute_neighbours_and_datasets():
 
 def test_brute_hand_computed():
     # median of (0, 0, 3) in {0..3}: LS = 3 (x_2 → 3 moves the median 0 → 3)
-    q = Median(0, 3)
+    q = Median(0, 3, neighbours="substitution")
     assert brute.local_sensitivity(q.value, (0, 0, 3), "substitution", DOMAIN) == 3
     # mean of (1, 1) on {0..3}: replace a 1 by 3 → mean 2, change 1
     assert brute.local_sensitivity(lambda x: sum(x) / len(x), (1, 1), "substitution", DOMAIN) == 1
@@ -126,4 +126,4 @@ def test_generic_scan_in_the_base_class():
 
     expect = max(math.exp(-0.5 * k) * min(1.0, 0.1 * (2 + k)) for k in range(40))
     assert Capped().smooth_sensitivity([1, 2], 0.5) == pytest.approx(expect)
-    assert len(Median(0, 1).prepare([0.3, 0.1, 0.2])) == 3
+    assert len(Median(0, 1, neighbours="substitution").prepare([0.3, 0.1, 0.2])) == 3

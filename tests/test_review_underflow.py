@@ -30,7 +30,7 @@ def _pair() -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_setup_true_smooth_sensitivity_positive_but_float_underflows():
-    q = Median(-1, 1)
+    q = Median(-1, 1, neighbours="substitution")
     x, xp = _pair()
     assert q.log_smooth_sensitivity(x, 1.0) == -746.0  # SS(x) > 0 in the reals
     assert q.smooth_sensitivity(x, 1.0) == 0.0  # ... but 0.0 in float
@@ -38,7 +38,9 @@ def test_setup_true_smooth_sensitivity_positive_but_float_underflows():
 
 
 def test_smooth_mechanism_never_releases_an_exact_atom_on_underflow():
-    mech = SmoothSensitivityMechanism(Median(-1, 1), epsilon=3.0, gamma=1.0, noise="polyplace")
+    mech = SmoothSensitivityMechanism(
+        Median(-1, 1, neighbours="substitution"), epsilon=3.0, gamma=1.0, noise="polyplace"
+    )
     x, xp = _pair()
     # exact law: no atom on either side of the pair (x′ has none: SS(x′) > 0)
     assert not mech.output_distribution(xp).atoms
@@ -52,11 +54,11 @@ def test_bounded_ls_never_releases_the_exact_value_on_underflow():
     # β = 1: SS_1(x) = e^{−746} → 0.0 (bound g = 0 → q(x) released exactly) while
     # SS_1(x′) = e^{−745} → 5e−324, so g(x′) > 0 and x′ gets continuous noise.
     bound = SmoothSensitivityBound(beta=1.0)
-    mech = BoundedLocalSensitivity(Median(-1, 1), bound, 1.0, 1.0, 0.01)
+    mech = BoundedLocalSensitivity(Median(-1, 1, neighbours="substitution"), bound, 1.0, 1.0, 0.01)
     x, xp = _pair()
     source = simulation(0)
-    assert bound.bound(Median(-1, 1), xp, 1.0, 0.01, source) > 0.0
-    assert bound.bound(Median(-1, 1), x, 1.0, 0.01, source) > 0.0
+    assert bound.bound(Median(-1, 1, neighbours="substitution"), xp, 1.0, 0.01, source) > 0.0
+    assert bound.bound(Median(-1, 1, neighbours="substitution"), x, 1.0, 0.01, source) > 0.0
     outs = [mech.release(x).value for _ in range(20)]
     assert sum(v == 0.0 for v in outs) < 10, outs
     law = mech.output_distribution(x, points=401)

@@ -183,11 +183,13 @@ def test_ratio_flags_checked_before_the_charge():
 def test_release_statistic_by_name(tmp_path):
     f = tmp_path / "t.csv"
     f.write_text("x\n" + "".join(f"{v}\n" for v in range(100)))
-    s = Session(f, PureDP(1.0))
+    s = Session(f, PureDP(1.0), neighbours="substitution")
     r = s.release_statistic("mean", "x", epsilon=0.5, bounds=(0, 100), rng=simulation(2))
     # n = 100 is public (substitution): GS = (100 − 0)/100 = 1, Laplace scale 1/0.5 = 2;
     # P(|error| > 30) = e^-15 (and the seed is fixed).
-    assert r.mechanism == "laplace" and r.parameters["global_sensitivity"] == 1.0
+    # (plus the rounding slack ulp(100) of the exact mean)
+    assert r.mechanism == "laplace"
+    assert r.parameters["global_sensitivity"] == pytest.approx(1.0, abs=1e-13)
     assert abs(r.value - 49.5) < 30
     with pytest.raises(ValueError, match="needs public bounds"):
         s.release_statistic("median", "x", epsilon=0.5)
@@ -201,26 +203,31 @@ def test_default_median_mechanism_depends_on_public_epsilon_and_n_only():
     other statistics keep theirs."""
     from instancedp.session import build_mechanism, default_mechanism
 
-    assert default_mechanism("median", 0.5) == "exponential"
-    assert default_mechanism("quantile", 0.99) == "exponential"
-    assert default_mechanism("median", 1.0) == "exponential"
-    assert default_mechanism("median", 2.0) == "smooth"
-    assert default_mechanism("median") == "smooth"
-    assert default_mechanism("median", 0.5, n=10_000) == "smooth"
-    assert default_mechanism("median", 1.0, n=1999) == "exponential"
-    assert default_mechanism("median", 0.1, n=10_000) == "exponential"
-    assert default_mechanism("trimmed-mean", 0.1) == "smooth"
-    low = build_mechanism("median", 0.5, bounds=(0, 10))
-    high = build_mechanism("median", 2.0, bounds=(0, 10))
-    big_n = build_mechanism("median", 0.5, bounds=(0, 10), n=5000)
+    assert default_mechanism("median", 0.5, neighbours="substitution") == "exponential"
+    assert default_mechanism("quantile", 0.99, neighbours="substitution") == "exponential"
+    assert default_mechanism("median", 1.0, neighbours="substitution") == "exponential"
+    assert default_mechanism("median", 2.0, neighbours="substitution") == "smooth"
+    assert default_mechanism("median", neighbours="substitution") == "smooth"
+    assert default_mechanism("median", 0.5, n=10_000, neighbours="substitution") == "smooth"
+    assert default_mechanism("median", 1.0, n=1999, neighbours="substitution") == "exponential"
+    assert default_mechanism("median", 0.1, n=10_000, neighbours="substitution") == "exponential"
+    assert default_mechanism("trimmed-mean", 0.1, neighbours="substitution") == "smooth"
+    low = build_mechanism("median", 0.5, bounds=(0, 10), neighbours="substitution")
+    high = build_mechanism("median", 2.0, bounds=(0, 10), neighbours="substitution")
+    big_n = build_mechanism("median", 0.5, bounds=(0, 10), n=5000, neighbours="substitution")
     assert low.name == "exponential_quantile" and low.guarantee.epsilon == 0.5
     assert high.name == "smooth_sensitivity" and high.guarantee.epsilon == 2.0
     assert big_n.name == "smooth_sensitivity"
+    # add/remove (the default): n is never used, the exponential mechanism always
+    assert default_mechanism("median", 2.0) == "exponential"
+    assert default_mechanism("mean") == "sum-count"
+    with pytest.raises(ValueError, match="n .* public only under substitution"):
+        build_mechanism("median", 0.5, bounds=(0, 10), n=5000)
 
 
 def test_release_statistic_uses_the_public_n_for_the_median_default(tmp_path):
     x = np.arange(3000, dtype=float) % 21  # tie-heavy, n = 3000
-    with Session(x, PureDP(2.0), ledger=tmp_path / "l.db") as s:
+    with Session(x, PureDP(2.0), ledger=tmp_path / "l.db", neighbours="substitution") as s:
         big = s.release_statistic("median", epsilon=1.0, bounds=(0, 20), rng=simulation(1))
         small = s.release_statistic("median", epsilon=0.5, bounds=(0, 20), rng=simulation(1))
     assert big.mechanism == "smooth_sensitivity"  # ε·n = 3000 ≥ 2000
@@ -236,7 +243,7 @@ def test_smooth_only_options_imply_the_smooth_mechanism():
         "smooth_sensitivity"
     )
     assert build_mechanism("median", 0.5, bounds=(0, 10), gamma=0.1).name == "smooth_sensitivity"
-    with pytest.raises(ValueError, match="--noise applies to --mechanism smooth only"):
+    with pytest.raises(ValueError, match="noise applies to mechanism 'smooth' only"):
         build_mechanism("median", 0.5, bounds=(0, 10), noise="cauchy", mechanism="exponential")
 
 
@@ -270,7 +277,9 @@ def test_session_neighbours_must_match_the_query():
     mech = build_mechanism("count", 1.0)
     with pytest.raises(ParameterError, match="neighbours must be one of"):
         Session([1.0], PureDP(1), neighbours="swap")
-    s = Session([1.0, 2.0], PureDP(1), neighbours="edge")
+    with pytest.raises(ParameterError, match="graph statistics use edge privacy"):
+        Session([1.0], PureDP(1), neighbours="edge")
+    s = Session([1.0, 2.0], PureDP(1), neighbours="substitution")
     with pytest.raises(ParameterError, match="calibrated for"):
         s.release(mech)
     assert s.spent.describe() == "epsilon=0"

@@ -27,6 +27,18 @@ from . import io as _io
 from .errors import DataError, ParameterError
 from .ledger import Amount, BudgetExceeded, CompositionError, Ledger, LedgerError
 from .privacy import Guarantee
+from .recipes import (  # noqa: F401 - re-exported: the recipes' old home
+    GRAPH_STATISTICS,
+    MECHANISMS,
+    SMOOTH_QUANTILE_MIN_EPSILON_N,
+    STATISTICS,
+    USES_PUBLIC_N,
+    build_mechanism,
+    build_query,
+    check_input,
+    default_mechanism,
+    relation_for,
+)
 
 __all__ = ["BudgetExceeded", "CompositionError", "LedgerError", "Session"]
 
@@ -122,19 +134,6 @@ RELEASE_OPTIONS = (
 )
 
 
-def _check_relation(mechanism: Any, neighbours: str | None) -> None:
-    """A session's declared relation must be the one the mechanism is valid for
-    (the record states it; a mismatch would print a guarantee that does not hold)."""
-    query = getattr(mechanism, "query", None)
-    have = getattr(query, "neighbours", None)
-    if neighbours is not None and have is not None and have != neighbours:
-        raise ParameterError(
-            f"the session's neighbours are {neighbours!r} but this {type(query).__name__} "
-            f"query is calibrated for {have!r}: use a query built for {neighbours!r} neighbours",
-            parameter="neighbours",
-        )
-
-
 def _check_options(options: dict[str, Any]) -> None:
     """A misspelt keyword names the public options, not an internal function."""
     from .errors import did_you_mean
@@ -190,8 +189,14 @@ class Session:
         charged before any row is read; and each release is a total function
         of the rows under the public input policy of :data:`ANALYST_POLICY`.
     neighbours:
-        The neighbour relation (``"add_remove"`` or ``"substitution"``);
-        None keeps the statistic's default.
+        The neighbour relation of every release: ``"add_remove"`` (default;
+        one row added or removed, the relation of OpenDP, Tumult and Google's
+        libraries; nothing uses the row count) or ``"substitution"`` (one row
+        replaced; the table's size is public).  A selection (``sql``,
+        ``drop_missing``, and analyst mode's public input policy, which drops
+        missing values) makes the selected rows' count private, so under
+        substitution such a release is refused (use ``"add_remove"``).  Graph
+        statistics always use edge privacy.
     """
 
     def __init__(
@@ -203,23 +208,20 @@ class Session:
         *,
         drop_missing: bool = False,
         analyst: bool = False,
-        neighbours: str | None = None,
+        neighbours: str = "add_remove",
     ) -> None:
         self._data = data
         self.dataset_id = "default" if dataset_id is None else dataset_id
         self.drop_missing = bool(drop_missing)
         self.analyst = bool(analyst)
-        if neighbours is not None:
-            from .queries.base import RELATIONS
-
-            neighbours = str(neighbours).lower().replace("-", "_")
-            if neighbours not in RELATIONS:
-                raise ParameterError(
-                    f"neighbours must be one of {', '.join(RELATIONS)}; got {neighbours!r}",
-                    parameter="neighbours",
-                    allowed=", ".join(RELATIONS),
-                )
-        self.neighbours = neighbours
+        self.neighbours = relation_for(neighbours)
+        if self.neighbours == "edge":
+            raise ParameterError(
+                "neighbours must be 'add_remove' or 'substitution' (graph statistics use "
+                "edge privacy on their own)",
+                parameter="neighbours",
+                allowed="add_remove, substitution",
+            )
         if self.analyst:
             # An analyst spends a budget the data owner set: never create one.
             if budget is not None:
@@ -339,7 +341,7 @@ class Session:
         from .random import resolve
 
         source = resolve(rng)  # a bad rng is refused before anything is charged
-        _check_relation(mechanism, self.neighbours)
+        self._check_relation(mechanism, sql=sql, drop_missing=drop_missing)
         if self.analyst:
             return self._release_analyst(mechanism, column, sql, source, convert_delta)
         guarantee = mechanism.guarantee
@@ -434,19 +436,73 @@ class Session:
         refusing them.  Everything is validated before the ledger is touched.
         """
         _check_options(options)
-        mech = build_mechanism(statistic, epsilon, delta, **options)
         stat = str(statistic).lower().replace("_", "-")
+        if stat in GRAPH_STATISTICS:
+            mech = build_mechanism(statistic, epsilon, delta, **options)
+            return self.release(mech, rng=rng, convert_delta=convert_delta)
+        rel = self.relation_for_release(sql=sql, drop_missing=drop_missing)
+        mech = build_mechanism(statistic, epsilon, delta, neighbours=rel, **options)
         if self.analyst:  # n is never read from the rows here: it may be private
             return self.release(mech, column, sql=sql, rng=rng, convert_delta=convert_delta)
-        if stat in GRAPH_STATISTICS:
-            return self.release(mech, rng=rng, convert_delta=convert_delta)
         data = self.column(column, sql=sql, drop_missing=drop_missing)
         check_input(stat, data)
-        if stat in USES_PUBLIC_N:  # n is public under substitution neighbours
-            mech = build_mechanism(statistic, epsilon, delta, n=int(data.size), **options)
+        if rel == "substitution" and stat in USES_PUBLIC_N:
+            # n is public under substitution when the whole table is released
+            mech = build_mechanism(
+                statistic, epsilon, delta, n=int(data.size), neighbours=rel, **options
+            )
         return self.release(
             mech, column, sql=sql, rng=rng, convert_delta=convert_delta, drop_missing=drop_missing
         )
+
+    def _check_relation(
+        self, mechanism: Any, *, sql: str | None, drop_missing: bool | None
+    ) -> None:
+        """A mechanism's relation must be the session's (graphs: edge), from public facts.
+
+        Its ε under substitution says nothing under add/remove, and its ε
+        under add/remove is only 2ε under substitution (group privacy), so a
+        mismatch would charge the ledger the wrong amount.
+        """
+        query = getattr(mechanism, "query", None)
+        rel = getattr(mechanism, "neighbours", None) or getattr(query, "neighbours", None)
+        if rel is None or rel == "edge":
+            return
+        if rel != self.neighbours:
+            raise ParameterError(
+                f"the mechanism is calibrated for {rel} neighbours but this session's "
+                f"relation is {self.neighbours}: build its query with neighbours="
+                f"{self.neighbours!r}",
+                parameter="neighbours",
+                allowed=self.neighbours,
+            )
+        self.relation_for_release(sql=sql, drop_missing=drop_missing)
+
+    def relation_for_release(
+        self, *, sql: str | None = None, drop_missing: bool | None = None
+    ) -> str:
+        """The relation a tabular release uses: the session's, checked against selections.
+
+        A selection (an SQL query, dropping missing values) makes the number
+        of selected rows private: one row changing its region enters or leaves
+        the selection.  Under substitution (n public) such a release is
+        refused, from public facts only (whether there is a selection), with
+        the reason; under add/remove nothing uses the count, so selections are
+        fine.
+        """
+        drop = self.drop_missing if drop_missing is None else bool(drop_missing)
+        drop = drop or self.analyst  # analyst mode's input policy drops missing values
+        if self.neighbours == "substitution" and (sql is not None or drop):
+            what = "an SQL selection" if sql is not None else "dropping missing values"
+            raise ParameterError(
+                f"neighbours='substitution' makes the table's size public, but {what} "
+                "selects rows: their number is private (one row changing a selected column "
+                "enters or leaves the selection).  Use Session(..., neighbours='add_remove') "
+                "for releases on a selection",
+                parameter="neighbours",
+                allowed="add_remove with sql or drop_missing",
+            )
+        return self.neighbours
 
     def _mark(self, charge_id: int, status: str) -> None:
         try:
@@ -467,7 +523,7 @@ class Session:
         mode = "analyst" if self.analyst else "owner"
         return (
             f"Session(dataset_id={self.dataset_id!r}, ledger={str(self.ledger.path)!r}, "
-            f"mode={mode!r}, budget={self._budget.describe()}, "
+            f"mode={mode!r}, neighbours={self.neighbours!r}, budget={self._budget.describe()}, "
             f"remaining={self.remaining.describe()})"
         )
 
@@ -478,6 +534,7 @@ class Session:
             ("dataset", self.dataset_id),
             ("ledger", str(self.ledger.path)),
             ("mode", "analyst" if self.analyst else "owner"),
+            ("neighbours", self.neighbours),
             ("budget", self._budget.describe()),
             ("spent", self.spent.describe()),
             ("remaining", self.remaining.describe()),
@@ -489,253 +546,3 @@ class Session:
         )
         return f"<table><caption>instancedp Session</caption>{body}</table>"
 
-
-# -- recipes: statistic + mechanism names → a mechanism (used by the CLI) ------
-STATISTICS: tuple[str, ...] = (
-    "median",
-    "quantile",
-    "mean",
-    "trimmed-mean",
-    "count",
-    "sum",
-    "ratio",
-    "min",
-    "max",
-)
-GRAPH_STATISTICS: tuple[str, ...] = ("triangles", "kstars", "two-triangles")
-MECHANISMS: tuple[str, ...] = (
-    "smooth",
-    "ptr",
-    "exponential",
-    "laplace",
-    "gaussian",
-    "bounded-ls",
-    "ksw",
-    "naive",
-)
-#: statistics whose global sensitivity improves with the public n (substitution)
-# Statistics whose mechanism uses the public n (substitution neighbours): the
-# means for their sensitivity, medians/quantiles for the default-mechanism rule.
-USES_PUBLIC_N = ("mean", "trimmed-mean", "median", "quantile")
-_NEEDS_BOUNDS = {"median", "quantile", "mean", "trimmed-mean", "sum", "min", "max"}
-_DEFAULT_MECHANISM = {
-    "median": "smooth",
-    "quantile": "smooth",
-    "trimmed-mean": "smooth",
-    "min": "smooth",
-    "max": "smooth",
-    "mean": "laplace",
-    "sum": "laplace",
-    "count": "laplace",
-    "ratio": "ksw",
-    "triangles": "smooth",
-    "kstars": "smooth",
-    "two-triangles": "smooth",
-}
-
-
-# Medians and quantiles: smooth sensitivity when ε·n ≥ SMOOTH_QUANTILE_MIN_EPSILON_N,
-# else the exponential mechanism (public: ε and the public n of substitution
-# neighbours; without n, n = 1000 is assumed, i.e. smooth iff ε ≥ 2).  From
-# docs/results/median.md and median_ties.md (40 cells, MAE ÷ best peer): the
-# smooth median's error grows like 1/ε² (1.6–3× the peers at ε ∈ [0.5, 1] on
-# continuous data), but on tie-heavy data it wins once ε·n is large (≈ 0 error
-# at n = 10⁴, ε ≥ 0.5) where the exponential mechanism is stuck at half a unit
-# (7–70×).  2000 is the per-cell minimax choice: worst ratio 10.4 over the
-# 40 cells, against 70 for always-exponential and 21 for always-smooth.
-SMOOTH_QUANTILE_MIN_EPSILON_N = 2000.0
-
-
-def default_mechanism(statistic: str, epsilon: float | None = None, n: int | None = None) -> str:
-    """The mechanism used when none is named (documented in the README).
-
-    Depends only on public parameters: the statistic and, for medians and
-    quantiles, ε and the public n (see :data:`SMOOTH_QUANTILE_MIN_EPSILON_N`).
-    """
-    if statistic in ("median", "quantile") and epsilon is not None:
-        if epsilon * (1000 if n is None else n) < SMOOTH_QUANTILE_MIN_EPSILON_N:
-            return "exponential"
-    return _DEFAULT_MECHANISM[statistic]
-
-
-def build_query(
-    statistic: str,
-    *,
-    bounds: tuple[float, float] | None = None,
-    quantile: float | None = None,
-    trim: float | None = None,
-    k: int | None = None,
-    n: int | None = None,
-    vertices: int | None = None,
-) -> Any:
-    """The query object for a statistic name (validated: bounds, q, trim, k).
-
-    ``n`` is the public dataset size for the mean and trimmed mean under
-    substitution neighbours (where n is public): their global sensitivity is
-    then (upper − lower)/n-ish instead of the n = 1 worst case.  ``vertices``
-    is the public number of vertices for the graph statistics (edge privacy
-    keeps the vertex set fixed; see :data:`VERTICES_REQUIRED`).
-    """
-    from . import _validate
-    from . import queries as Q
-
-    statistic = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
-    if statistic in _NEEDS_BOUNDS:
-        if bounds is None:
-            raise ValueError(
-                f"statistic {statistic!r} needs public bounds on the data: pass --bounds LO HI "
-                "(Python: bounds=(lo, hi)), chosen without looking at the data"
-            )
-        lo, hi = _validate.bounds(*bounds)
-    if quantile is not None and statistic != "quantile":
-        raise ValueError(f"--quantile applies to statistic 'quantile' only, not {statistic!r}")
-    if statistic == "median":
-        return Q.Median(lo, hi)
-    if statistic == "quantile":
-        if quantile is None:
-            raise ValueError("statistic 'quantile' needs --quantile Q with Q in (0, 1)")
-        return Q.Quantile(_validate.in_open_interval(quantile, "quantile", 0, 1), lo, hi)
-    if trim is not None and statistic != "trimmed-mean":
-        raise ValueError(f"--trim applies to statistic 'trimmed-mean' only, not {statistic!r}")
-    if statistic == "mean":
-        return Q.Mean(lo, hi, n=n)
-    if statistic == "trimmed-mean":
-        return Q.TrimmedMean(0.1 if trim is None else trim, lo, hi, n=n)
-    if statistic == "count":
-        return Q.Count()
-    if statistic == "sum":
-        return Q.Sum(lo, hi)
-    if statistic == "ratio":
-        return None  # the ratio mechanisms take 0/1 flags directly
-    if statistic == "min":
-        return Q.Min(lo, hi)
-    if statistic == "max":
-        return Q.Max(lo, hi)
-    if statistic not in GRAPH_STATISTICS:
-        if vertices is not None:
-            raise ValueError(f"--vertices applies to graph statistics only, not {statistic!r}")
-    if statistic == "triangles":
-        return Q.TriangleCount(n_vertices=vertices)
-    if statistic == "kstars":
-        kk = 2 if k is None else k
-        if not isinstance(kk, int) or kk < 1:
-            raise ValueError(f"k must be an integer >= 1 for kstars, got {k!r}")
-        return Q.KStarCount(kk, n_vertices=vertices)
-    return Q.TwoTriangleCount(n_vertices=vertices)
-
-
-def _needs_delta(name: str) -> str:
-    return f"mechanism {name!r} is (epsilon, delta)-DP: pass --delta D with 0 < D < 1"
-
-
-def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
-    v = str(value).lower().replace("_", "-")
-    if v not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
-    return v
-
-
-def build_mechanism(
-    statistic: str,
-    epsilon: float,
-    delta: float | None = None,
-    *,
-    mechanism: str | None = None,
-    bounds: tuple[float, float] | None = None,
-    quantile: float | None = None,
-    trim: float | None = None,
-    k: int | None = None,
-    noise: str | None = None,
-    gamma: float | None = None,
-    ptr_bound: float | None = None,
-    calibration: str = "analytic",
-    n: int | None = None,
-    vertices: int | None = None,
-) -> Any:
-    """A validated mechanism from names, as the CLI's ``release`` builds it.
-
-    Every parameter is checked here (raising ``ValueError`` that names it and
-    its range) so that nothing touches the ledger on bad input.  Mechanisms
-    with two stages split ε in half (PTR: ε/2 for the test, ε/2 for the
-    noise, inside the mechanism; bounded-ls: ε/2 for the bound, ε/2 for the
-    release).  ``n``: the public dataset size (substitution; see
-    :func:`build_query`) — the CLI passes the size of the data it read.
-    """
-    from . import _validate
-    from . import mechanisms as M
-
-    statistic = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
-    eps = _validate.epsilon(epsilon)
-    d = None if delta is None else _validate.delta(delta)
-    if d == 0:
-        d = None
-    if mechanism is None and (noise is not None or gamma is not None):
-        mechanism = "smooth"  # options that only the smooth mechanism takes imply it
-    elif mechanism is None and ptr_bound is not None:
-        mechanism = "ptr"
-    name = _choice(mechanism or default_mechanism(statistic, eps, n), MECHANISMS, "mechanism")
-    if noise is not None and name != "smooth":
-        raise ValueError(f"--noise applies to --mechanism smooth only, not {name!r}")
-    if gamma is not None and name != "smooth":
-        raise ValueError(f"--gamma applies to --mechanism smooth only, not {name!r}")
-    if ptr_bound is not None and name != "ptr":
-        raise ValueError(f"--ptr-bound applies to --mechanism ptr only, not {name!r}")
-
-    if statistic == "ratio":
-        from .mechanisms.ratio import PrivateRatio
-
-        methods = {"ksw": "ksw", "naive": "naive", "bounded-ls": "bounded_ls"}
-        if name not in methods:
-            raise ValueError(
-                f"mechanism for statistic 'ratio' must be one of {', '.join(methods)}; got {name!r}"
-            )
-        if name == "bounded-ls" and d is None:
-            raise ValueError(_needs_delta("bounded-ls"))
-        return PrivateRatio(eps, method=methods[name], delta=d if name == "bounded-ls" else None)
-    if name in ("ksw", "naive"):
-        raise ValueError(f"mechanism {name!r} applies to statistic 'ratio' only")
-
-    query = build_query(
-        statistic, bounds=bounds, quantile=quantile, trim=trim, k=k, n=n, vertices=vertices
-    )
-    if name == "smooth":
-        family = (noise or "polyplace").lower().replace("-", "_")
-        return M.SmoothSensitivityMechanism(query, eps, gamma=gamma, noise=family, delta=d)
-    if name == "laplace":
-        return M.LaplaceMechanism(query, eps)
-    if name == "gaussian":
-        if d is None:
-            raise ValueError(_needs_delta("gaussian"))
-        return M.GaussianMechanism(query, eps, d, calibration=calibration)
-    if name == "ptr":
-        if d is None:
-            raise ValueError(_needs_delta("ptr"))
-        if ptr_bound is None:
-            raise ValueError(
-                "mechanism 'ptr' needs a proposed sensitivity bound: pass --ptr-bound B "
-                "(a finite number > 0, chosen without looking at the data)"
-            )
-        b = _validate.finite_positive(ptr_bound, "ptr-bound")
-        # ProposeTestRelease splits ε itself: ε/2 for the test, ε/2 for the noise.
-        return M.ProposeTestRelease(query, b, eps, d)
-    if name == "exponential":
-        if statistic not in ("median", "quantile"):
-            raise ValueError(
-                "mechanism 'exponential' applies to statistics 'median' and 'quantile' only"
-            )
-        q = 0.5 if statistic == "median" else quantile
-        lo, hi = _validate.bounds(*bounds)  # type: ignore[misc]
-        return M.ExponentialQuantile(float(q), lo, hi, eps)
-    # bounded-ls
-    if d is None:
-        raise ValueError(_needs_delta("bounded-ls"))
-    return M.BoundedLocalSensitivity(query, None, eps / 2, eps / 2, d)
-
-
-def check_input(statistic: str, data: np.ndarray) -> None:
-    """Own-input checks a statistic needs beyond numeric/non-empty (before any charge)."""
-    if statistic == "ratio" and not np.isin(data, (0.0, 1.0)).all():
-        raise ValueError(
-            "statistic 'ratio' needs a column of 0/1 flags (1 = counted in the numerator, "
-            "every row in the denominator): select or compute one with --sql"
-        )

@@ -309,7 +309,7 @@ def _median_pairs(small: bool = False) -> list[tuple[Any, Any]]:
 def _median():
     from ..queries import Median
 
-    return Median(*MEDIAN_BOUNDS)
+    return Median(*MEDIAN_BOUNDS, neighbours="substitution")
 
 
 def _smooth(family: str, small: bool = False):

@@ -217,6 +217,7 @@ def compare(
                     noise=family,
                     ptr_bound=ptr_bound if mname == "ptr" else None,
                     n=int(x.size) if statistic in USES_PUBLIC_N else None,
+                    neighbours="substitution" if statistic in USES_PUBLIC_N else "add_remove",
                 )
             except (ValueError, ImportError, AttributeError) as exc:
                 rows.append(_row(label_m, eps, None, trials, None, skipped=str(exc)))

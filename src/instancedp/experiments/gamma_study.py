@@ -101,7 +101,7 @@ def study(
     """One row per (family, distribution, n, ε, fraction): γ and the exact mean MAE."""
     if quick:
         families, ns, datasets = families[:2], ns[:2], 5
-    median = Median(LOWER, UPPER)
+    median = Median(LOWER, UPPER, neighbours="substitution")
     rows = []
     for dist, draw in DISTRIBUTIONS.items():
         for n in ns:
@@ -164,7 +164,7 @@ def rule_regret(
 
     ``rule(family, epsilon, delta, n) -> γ``; the MAE at that γ is recomputed exactly.
     """
-    median = Median(LOWER, UPPER)
+    median = Median(LOWER, UPPER, neighbours="substitution")
     best = {(b["family"], b["distribution"], b["n"], b["epsilon"]): b for b in best_fractions(rows)}
     out = []
     delta = 1e-6

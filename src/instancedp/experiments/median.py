@@ -94,7 +94,7 @@ def _opendp_median(n: int, epsilon: float, grid: int = 20001) -> Callable | None
 
 def methods(n: int, epsilon: float, delta: float = DELTA) -> dict[str, Callable]:
     """name -> f(data, rng) returning one release (``None`` for a refusal)."""
-    median = Median(LOWER, UPPER)
+    median = Median(LOWER, UPPER, neighbours="substitution")
     out: dict[str, Callable] = {}
     for fam in FAMILIES:
         eps_f = cdp_epsilon_for(epsilon, delta) if fam in ZCDP_FAMILIES else epsilon
@@ -149,7 +149,7 @@ def run(
     """
     if quick:
         ns, epsilons, trials = (100, 1000), (1.0,), 50
-    median = Median(LOWER, UPPER)
+    median = Median(LOWER, UPPER, neighbours="substitution")
     rows = []
     t0 = time.time()
     for dist, draw in (distributions or DISTRIBUTIONS).items():

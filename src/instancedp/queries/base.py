@@ -4,12 +4,14 @@ A query holds only public parameters (bounds, quantile level, trimming) and
 knows how much it can move under its neighbour relation:
 
 - ``value(data)`` — the statistic;
-- ``neighbours`` — ``"substitution"`` (n fixed, one record replaced),
-  ``"add_remove"`` (one record added or removed) or ``"edge"`` (one edge of a
-  graph added or removed);
+- ``neighbours`` — the relation, chosen with the constructor keyword
+  ``neighbours=``: ``"add_remove"`` (one record added or removed; the default
+  for tabular queries), ``"substitution"`` (n fixed and public, one record
+  replaced) or ``"edge"`` (one edge of a graph added or removed, the vertex
+  set public); ``supported_relations`` lists those a query knows;
 - ``global_sensitivity`` — worst case over all neighbours (``math.inf`` if none);
 - ``local_sensitivity(data, distance=k)`` — A^(k)(x) = max over y with
-  d(x, y) ≤ k of LS(y) (NRS 2007 Def. 3.1; FORMULAS.md §1);
+  d(x, y) ≤ k of LS(y) (NRS 2007 Def. 3.1; docs/formulas.md);
 - ``smooth_sensitivity(data, beta)`` — SS_β(x) = max_k e^{−kβ} A^(k)(x).
 
 Data are clamped to the query's public bounds where it has them.
@@ -31,9 +33,22 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from .. import _validate
+from ..errors import ParameterError
 
 Relation = Literal["substitution", "add_remove", "edge"]
 RELATIONS: tuple[str, ...] = ("substitution", "add_remove", "edge")
+
+
+def relation(neighbours: Any, supported: tuple[str, ...]) -> str:
+    """``neighbours`` checked against a query's supported relations (ParameterError)."""
+    if neighbours not in supported:
+        raise ParameterError(
+            f"neighbours must be one of {', '.join(map(repr, supported))} for this query, "
+            f"got {neighbours!r}",
+            parameter="neighbours",
+            allowed=", ".join(supported),
+        )
+    return str(neighbours)
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,11 +65,31 @@ class Prepared:
         raise TypeError("this prepared data has no record count")
 
 
+def finite_range(lower: float, upper: float) -> float:
+    """upper − lower, refused (ParameterError) when it overflows to inf.
+
+    Sensitivities, interval lengths and shifted values all use this
+    difference; bounds such as (−1e308, 1e308) would make them overflow in a
+    data-dependent way, so they are refused up front from the public bounds.
+    """
+    d = upper - lower
+    if not math.isfinite(d):
+        raise ParameterError(
+            f"bounds ({lower!r}, {upper!r}) are too wide: upper − lower overflows; "
+            "give bounds whose difference is at most 1.7e308",
+            parameter="bounds",
+            allowed="finite lower < upper with upper − lower finite",
+        )
+    return d
+
+
 class Query(ABC):
     """Base class: subclasses implement ``value`` and ``local_sensitivity``."""
 
     name: ClassVar[str] = ""
     neighbours: Relation
+    #: the relations whose sensitivities this query knows (``neighbours=`` picks one)
+    supported_relations: ClassVar[tuple[str, ...]] = ("substitution",)
 
     def prepare_key(self) -> tuple:
         """Which preparations this query shares (default: its class and parameters)."""

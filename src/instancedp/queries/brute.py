@@ -11,7 +11,8 @@ Relations:
 
 - ``"substitution"`` — replace one record by any domain value (n fixed);
 - ``"add_remove"`` — add any domain value, or remove one record (datasets
-  stay non-empty: removing the last record is not a move);
+  stay non-empty unless ``allow_empty=True``: then the empty dataset, the
+  value ``()``, neighbours every one-record dataset);
 - ``"edge"`` — toggle one vertex pair of a graph (vertex set fixed).
 
 ``local_sensitivity(f, x, relation, domain, distance=k)`` is
@@ -41,8 +42,8 @@ MAX_VERTICES = 6
 
 def datasets(domain: Sequence[float], n: int) -> Iterator[tuple]:
     """Every multiset of n values from ``domain`` (as sorted tuples)."""
-    if n < 1 or n > MAX_N:
-        raise ValueError(f"n must be in [1, {MAX_N}] for brute force, got {n!r}")
+    if n < 0 or n > MAX_N:
+        raise ValueError(f"n must be in [0, {MAX_N}] for brute force, got {n!r}")
     yield from itertools.combinations_with_replacement(sorted(domain), n)
 
 
@@ -71,7 +72,9 @@ def _graph(n: int, edges: frozenset) -> Any:
     return g
 
 
-def neighbours(data: Any, relation: str, domain: Sequence[float] | None = None) -> list:
+def neighbours(
+    data: Any, relation: str, domain: Sequence[float] | None = None, *, allow_empty: bool = False
+) -> list:
     """All neighbours of ``data`` under ``relation`` (distinct, ``data`` excluded)."""
     if relation == "edge":
         g = data
@@ -91,7 +94,7 @@ def neighbours(data: Any, relation: str, domain: Sequence[float] | None = None) 
     elif relation == "add_remove":
         for v in dom:
             found.add(tuple(sorted(x + (v,))))
-        if len(x) > 1:
+        if len(x) > 1 or (allow_empty and len(x) == 1):
             for i in range(len(x)):
                 found.add(x[:i] + x[i + 1 :])
     else:
@@ -109,25 +112,26 @@ def _key(data: Any, relation: str) -> Any:
 _CACHE: dict = {}
 
 
-def _explorer(f, relation, domain) -> _Explorer:
+def _explorer(f, relation, domain, allow_empty=False) -> _Explorer:
     """Memo shared across calls with the same statistic, relation and domain."""
-    key = (f, relation, None if domain is None else tuple(sorted(set(domain))))
+    key = (f, relation, None if domain is None else tuple(sorted(set(domain))), allow_empty)
     try:
         ex = _CACHE.get(key)
     except TypeError:  # unhashable statistic
-        return _Explorer(f, relation, domain)
+        return _Explorer(f, relation, domain, allow_empty)
     if ex is None:
         if len(_CACHE) > 64:
             _CACHE.clear()
-        ex = _CACHE[key] = _Explorer(f, relation, domain)
+        ex = _CACHE[key] = _Explorer(f, relation, domain, allow_empty)
     return ex
 
 
 class _Explorer:
     """Memoised f, LS and neighbour lists for one statistic."""
 
-    def __init__(self, f: Callable[[Any], float], relation: str, domain) -> None:
+    def __init__(self, f: Callable[[Any], float], relation: str, domain, allow_empty=False) -> None:
         self.f, self.relation, self.domain = f, relation, domain
+        self.allow_empty = allow_empty
         self._f: dict = {}
         self._ls: dict = {}
         self._nb: dict = {}
@@ -139,7 +143,7 @@ class _Explorer:
 
     def nbrs(self, x):
         if x not in self._nb:
-            ys = neighbours(x, self.relation, self.domain)
+            ys = neighbours(x, self.relation, self.domain, allow_empty=self.allow_empty)
             self._nb[x] = [_key(y, self.relation) for y in ys]
         return self._nb[x]
 
@@ -157,13 +161,15 @@ def local_sensitivities(
     domain: Sequence[float] | None = None,
     max_distance: int = 3,
     max_size: int | None = None,
+    *,
+    allow_empty: bool = False,
 ) -> list[float]:
     """[A^(0)(x), …, A^(max_distance)(x)] by breadth-first search.
 
     ``max_size`` (add_remove only) bounds the dataset sizes explored; it must be
     ≥ len(x) + max_distance for the answer to be exact (the default).
     """
-    ex = _explorer(f, relation, domain)
+    ex = _explorer(f, relation, domain, allow_empty)
     start = _key(data, relation)
     seen = {start}
     frontier = [start]
@@ -203,10 +209,11 @@ def smooth_sensitivity(
     *,
     global_sensitivity: float | None = None,
     max_distance: int = 60,
+    allow_empty: bool = False,
 ) -> float:
     """max_k e^{−kβ} A^(k)(x), by BFS until the space is exhausted or the decay
     makes larger k irrelevant (e^{−kβ}·GS ≤ best, needs ``global_sensitivity``)."""
-    ex = _explorer(f, relation, domain)
+    ex = _explorer(f, relation, domain, allow_empty)
     start = _key(data, relation)
     seen = {start}
     frontier = [start]

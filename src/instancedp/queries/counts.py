@@ -1,7 +1,13 @@
-"""Counts, sums and the ratio a/b, all under add/remove neighbours.
+"""Counts, sums and the ratio a/b.
 
-``Count`` (the number of records) and ``Sum(lower, upper)`` (of the clamped
-values) have constant local sensitivity: 1 and max(|lower|, |upper|).
+``Count`` (the number of records; add/remove only — under substitution the
+size is public and there is nothing to release) and ``Sum(lower, upper)`` (of
+the clamped values) have constant local sensitivity: 1 and, for the sum,
+max(|lower|, |upper|) under add/remove, upper − lower under substitution.
+The sum is exact: an integer on the public grid of
+:func:`~instancedp.queries.means.fixed_point_units`, so every backend gets the
+same bits and neighbours differ by at most the sensitivity before the final
+rounding to a double (whose slack the sensitivity includes).
 
 ``Ratio()`` releases a/b for b users of whom a have a property (the private
 ratio of the blog post 004, "privately bounding local sensitivity"; FORMULAS
@@ -28,12 +34,14 @@ Checked against brute force (BFS over add/remove moves) in the tests.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 
 from .. import _validate
-from .base import Query
+from .base import Query, relation
+from .means import exact_clamped_sum, fixed_point_exponent
 from .order import _distance
 
 __all__ = ["Count", "Sum", "Ratio", "ratio_local_sensitivity"]
@@ -54,9 +62,11 @@ class Count(Query):
 
     name = "count"
     neighbours = "add_remove"
+    supported_relations = ("add_remove",)
     exact: ClassVar[bool] = True
 
-    def __init__(self, *, drop_missing: bool = False) -> None:
+    def __init__(self, *, neighbours: str = "add_remove", drop_missing: bool = False) -> None:
+        relation(neighbours, self.supported_relations)
         self.drop_missing = bool(drop_missing)
 
     def _prepare(self, data: Any) -> np.ndarray:
@@ -68,6 +78,9 @@ class Count(Query):
 
     def value(self, data: Any) -> float:
         return float(self._load(data).size)
+
+    def parameters(self) -> dict[str, Any]:
+        return {"neighbours": self.neighbours}
 
     def max_distance(self, data: Any) -> float:
         return 0.0
@@ -82,43 +95,89 @@ class Count(Query):
 
 
 class Sum(Query):
-    """The sum of the values clamped to [lower, upper]; add/remove.
+    """The sum of the values clamped to [lower, upper].
 
-    LS = A^(k) = SS = max(|lower|, |upper|) for every dataset (adding the
-    extreme value is always possible).
+    Add/remove (default): LS = A^(k) = SS = max(|lower|, |upper|) for every
+    dataset (adding the extreme value is always possible).  Substitution:
+    upper − lower (replace a value at one bound by the other), for n ≥ 1.
+    Both include :attr:`rounding_slack`.
     """
 
     name = "sum"
     neighbours = "add_remove"
+    supported_relations = ("add_remove", "substitution")
     exact: ClassVar[bool] = True
 
-    def __init__(self, lower: float, upper: float, *, drop_missing: bool = False) -> None:
+    #: row counts up to which ``rounding_slack`` covers the final rounding
+    MAX_ROWS = 1 << 32
+
+    def __init__(
+        self,
+        lower: float,
+        upper: float,
+        *,
+        neighbours: str = "add_remove",
+        drop_missing: bool = False,
+    ) -> None:
         self.lower, self.upper = _validate.bounds(lower, upper)
+        self.neighbours = relation(neighbours, self.supported_relations)  # type: ignore[assignment]
+        # both sensitivities must be finite doubles (bounds like ±1e308 are refused)
+        fixed_point_exponent(self.lower, self.upper, shift=True)
         self.drop_missing = bool(drop_missing)
 
     def _prepare(self, data: Any) -> np.ndarray:
         return np.clip(_records(data, self.drop_missing), self.lower, self.upper)
 
     @property
+    def rounding_slack(self) -> float:
+        """Bound on |fl(S) − S| + |fl(S′) − S′| for the exact sums S, S′ of up to
+        ``MAX_ROWS`` rows: ulp(MAX_ROWS · max(|lower|, |upper|)).  Beyond that the
+        rounding can add up to ulp(n·max(|lower|, |upper|)), i.e. ε grows by a
+        factor at most 1 + n·2^−52."""
+        return math.ulp(self.MAX_ROWS * max(abs(self.lower), abs(self.upper)))
+
+    @property
     def global_sensitivity(self) -> float:
-        return max(abs(self.lower), abs(self.upper))
+        if self.neighbours == "substitution":
+            return self.upper - self.lower + self.rounding_slack
+        return max(abs(self.lower), abs(self.upper)) + self.rounding_slack
 
     def value(self, data: Any) -> float:
-        return math.fsum(self._load(data))
+        x = self._load(data)
+        total = exact_clamped_sum(x, self.lower, self.upper)
+        exact = Fraction(total) / Fraction(2) ** fixed_point_exponent(self.lower, self.upper)
+        # saturate at the largest double: a 1-Lipschitz map, so no data-dependent overflow
+        return float(max(min(exact, _DBL_MAX), -_DBL_MAX))
 
     def max_distance(self, data: Any) -> float:
-        return 0.0
+        return 1.0 if self.neighbours == "substitution" else 0.0
+
+    def _substitution_ls0(self, x: np.ndarray) -> float:
+        """Replace the smallest value by ``upper`` or the largest by ``lower``."""
+        if x.size == 0:
+            return self.upper - self.lower
+        return float(max(self.upper - x.min(), x.max() - self.lower))
 
     def local_sensitivity(self, data: Any, distance: int = 0) -> float:
-        _distance(distance)
+        k = _distance(distance)
+        if self.neighbours == "substitution" and k == 0:
+            # from distance 1 on a value can sit at either bound: upper − lower
+            return self._substitution_ls0(self._load(data)) + self.rounding_slack
         return self.global_sensitivity
 
     def smooth_sensitivity(self, data: Any, beta: float) -> float:
-        _validate.nonnegative(beta, "beta")
+        beta = _validate.nonnegative(beta, "beta")
+        if self.neighbours == "substitution":
+            ls0 = self._substitution_ls0(self._load(data))
+            far = math.exp(-beta) * (self.upper - self.lower)
+            return max(ls0, far) + self.rounding_slack
         return self.global_sensitivity
 
     def parameters(self) -> dict[str, Any]:
-        return {"lower": self.lower, "upper": self.upper}
+        return {"lower": self.lower, "upper": self.upper, "neighbours": self.neighbours}
+
+
+_DBL_MAX = Fraction(np.finfo(np.float64).max)
 
 
 def ratio_local_sensitivity(a: int, b: int, distance: Any = 0) -> np.ndarray | float:
@@ -140,13 +199,20 @@ def ratio_local_sensitivity(a: int, b: int, distance: Any = 0) -> np.ndarray | f
 
 
 class Ratio(Query):
-    """a/b for 0/1 flags (one per user), add/remove; global sensitivity 1/2."""
+    """a/b for 0/1 flags (one per user).
+
+    Add/remove (default): global sensitivity 1/2, A^(k) in the module
+    docstring.  Substitution (b fixed and public): one flag flips, a moves by
+    1, so LS = A^(k) = SS = 1/b and the global sensitivity is 1 (b = 1).
+    """
 
     name = "ratio"
     neighbours = "add_remove"
+    supported_relations = ("add_remove", "substitution")
     exact: ClassVar[bool] = True
 
-    def __init__(self, *, drop_missing: bool = False) -> None:
+    def __init__(self, *, neighbours: str = "add_remove", drop_missing: bool = False) -> None:
+        self.neighbours = relation(neighbours, self.supported_relations)  # type: ignore[assignment]
         self.drop_missing = bool(drop_missing)
 
     def _prepare(self, data: Any) -> tuple[int, int]:
@@ -160,11 +226,16 @@ class Ratio(Query):
 
     @property
     def global_sensitivity(self) -> float:
+        if self.neighbours == "substitution":
+            return 1.0  # b = 1: a flips between 0 and 1
         return 0.5  # b = 1 → 2, or b = 2 with a = 1 → b = 1
 
     def value(self, data: Any) -> float:
         a, b = self._load(data)
         return a / b
+
+    def parameters(self) -> dict[str, Any]:
+        return {"neighbours": self.neighbours}
 
     def counts(self, data: Any) -> tuple[int, int]:
         """(a, b) — private; for mechanisms that work on the counts."""
@@ -176,12 +247,16 @@ class Ratio(Query):
     def local_sensitivity(self, data: Any, distance: int = 0) -> float:
         k = _distance(distance)
         a, b = self._load(data)
+        if self.neighbours == "substitution":
+            return 1.0 / b
         return float(ratio_local_sensitivity(a, b, k))
 
     def smooth_sensitivity(self, data: Any, beta: float) -> float:
         """max_k e^{−kβ} A^(k), k = 0..b (A^(k) = 1/2 from k = b − 1 on); O(min(b, K))."""
         beta = _validate.nonnegative(beta, "beta")
         a, b = self._load(data)
+        if self.neighbours == "substitution":
+            return 1.0 / b
         a0 = float(ratio_local_sensitivity(a, b, 0))
         # no k with e^{−kβ}·(1/2) ≤ A^(0) can win
         kmax = b if beta == 0 else min(b, math.ceil(math.log(0.5 / a0) / beta) + 1)

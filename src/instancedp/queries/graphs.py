@@ -348,6 +348,7 @@ def _triangle_a_s(avals: np.ndarray, uvals: np.ndarray, n: int, s: np.ndarray) -
 
 class _GraphQuery(Query):
     neighbours = "edge"
+    supported_relations = ("edge",)
 
     def __init__(self, *, n_vertices: int | None = None, normalise: bool = False) -> None:
         if n_vertices is not None and (

@@ -40,7 +40,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _validate
-from .base import Query
+from ..errors import ParameterError
+from .base import Query, finite_range, relation
 from .order import (
     _distance,
     pair_local_sensitivity,
@@ -48,7 +49,117 @@ from .order import (
     sorted_clamped,
 )
 
-__all__ = ["Mean", "TrimmedMean", "trim_count", "mean_add_remove_local_sensitivity"]
+__all__ = [
+    "Mean",
+    "TrimmedMean",
+    "trim_count",
+    "mean_add_remove_local_sensitivity",
+    "fixed_point_exponent",
+    "fixed_point_units",
+    "exact_clamped_sum",
+    "exact_mean",
+]
+
+
+# -- exact sums on a public fixed-point grid ----------------------------------
+#
+# Every backend (numpy here; SQL engines elsewhere) must produce bit-identical
+# sums, and a released value must move between neighbours by no more than the
+# sensitivity used.  Floating-point summation gives neither (its rounding
+# depends on the order and on the other rows).  So each clamped value is
+# truncated onto a grid 2^−s fixed by the public bounds alone, and the grid
+# units are summed as an exact integer.
+
+_HALF = 1 << 26  # split of the 53-bit units into two int64-safe halves
+
+
+def fixed_point_exponent(lower: float, upper: float, *, shift: bool = False) -> int:
+    """The public grid exponent s: values are summed in units of 2^−s.
+
+    Rule (public bounds only, IEEE-double operations every engine performs
+    identically):
+
+    * ``shift=False`` (sums): M = max(|lower|, |upper|);
+    * ``shift=True`` (means, origin moved to ``lower``): M = fl(upper − lower),
+      the double nearest the range;
+    * E = the smallest integer with 2^E ≥ M (from ``math.frexp``: M = f·2^e
+      with f in [1/2, 1); E = e − 1 if f = 1/2, else e);
+    * s = 52 − E, so |value|·2^s ≤ 2^52 for every value in the range.
+
+    Raises :class:`~instancedp.errors.ParameterError` when the range is not
+    a positive finite double (e.g. bounds (−1e308, 1e308): hi − lo overflows).
+    """
+    lo, hi = _validate.bounds(lower, upper)
+    m = finite_range(lo, hi) if shift else max(abs(lo), abs(hi))
+    f, e = math.frexp(m)
+    return 52 - (e - 1 if f == 0.5 else e)
+
+
+def fixed_point_units(
+    values: Any, lower: float, upper: float, *, shift: bool = False
+) -> np.ndarray:
+    """The integer grid units k_i (as float64, exact integers, |k_i| ≤ 2^52).
+
+    k_i = trunc(c_i · 2^s), where c_i = clamp(x_i, lower, upper) and, with
+    ``shift=True``, c_i = fl(clamp(x_i, lower, upper) − lower) (IEEE
+    subtraction, round to nearest; c_i ∈ [0, fl(upper − lower)] by
+    monotonicity of rounding).  trunc rounds toward zero.  The product by 2^s
+    is exact (``ldexp``; an engine without it multiplies by 2^⌊s/2⌋ then by
+    2^⌈s/2⌉, both exact because the result is ≤ 2^52 in magnitude; where the
+    product falls below the normal range it is < 1 and truncates to 0 either
+    way).  Missing values must be removed or imputed before (public policy).
+    """
+    lo, hi = _validate.bounds(lower, upper)
+    s = fixed_point_exponent(lo, hi, shift=shift)
+    c = np.clip(np.asarray(values, dtype=np.float64).reshape(-1), lo, hi)
+    if shift:
+        c = c - lo
+    return np.trunc(np.ldexp(c, s))
+
+
+def exact_clamped_sum(values: Any, lower: float, upper: float, *, shift: bool = False) -> int:
+    """S = Σ k_i as an exact Python integer (see :func:`fixed_point_units`).
+
+    The represented sum is S · 2^−s with s = ``fixed_point_exponent(lower,
+    upper, shift=shift)`` (plus n·lower when ``shift``).  Each grid term lies in
+    [trunc(lower·2^s), trunc(upper·2^s)] (unshifted) or [0, trunc(D·2^s)]
+    (shifted, D = fl(upper − lower)), a sub-range of the clamped range, so
+    adding or removing one row moves S·2^−s by at most max(|lower|, |upper|)
+    (resp. D), and replacing one by at most upper − lower (resp. D): the
+    sensitivities of the exact sum.  The result does not depend on the order
+    of the rows.
+    """
+    k = fixed_point_units(values, lower, upper, shift=shift)
+    total = 0
+    step = 1 << 30  # int64 sums of ≤ 2^30 halves of ≤ 2^26 cannot overflow
+    for start in range(0, k.size, step):
+        chunk = k[start : start + step]
+        high = np.trunc(chunk / _HALF)  # exact: division by a power of two
+        low = chunk - high * _HALF  # exact, |low| < 2^26
+        total += int(high.astype(np.int64).sum()) * _HALF + int(low.astype(np.int64).sum())
+    return total
+
+
+def exact_mean(values: Any, lower: float, upper: float) -> tuple[Fraction, int]:
+    """(shifted mean, n): the mean of the clamped values minus ``lower``, exact.
+
+    The shifted mean is S·2^−s/n with S = ``exact_clamped_sum(values, lower,
+    upper, shift=True)``; the mean itself is ``lower`` plus it, an addition a
+    release makes only as post-processing, after the noise (so the rounding
+    of a large origin never meets the sensitivity).  n = 0 gives (0, 0).
+    """
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    if x.size == 0:
+        return Fraction(0), 0
+    s = fixed_point_exponent(lower, upper, shift=True)
+    total = exact_clamped_sum(x, lower, upper, shift=True)
+    return Fraction(total, x.size) / Fraction(2) ** s, int(x.size)
+
+
+def _rounded_mean(x: np.ndarray, lower: float, upper: float) -> float:
+    """lower + the exact shifted mean, correctly rounded once (x clamped, non-empty)."""
+    mu, _ = exact_mean(x, lower, upper)
+    return float(Fraction(lower) + mu)
 
 
 def trim_count(trim: float, n: int) -> int:
@@ -67,6 +178,7 @@ class TrimmedMean(Query):
 
     name = "trimmed_mean"
     neighbours = "substitution"
+    supported_relations = ("substitution",)
     exact: ClassVar[bool] = True
 
     def __init__(
@@ -86,6 +198,7 @@ class TrimmedMean(Query):
             raise ValueError(f"trim must be a number in [0, 0.5), got {trim!r}")
         self.trim = t
         self.lower, self.upper = _validate.bounds(lower, upper)
+        fixed_point_exponent(self.lower, self.upper, shift=True)  # refuses overflowing ranges
         if n is not None and (isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1):
             raise ValueError(f"n must be an integer >= 1 or None, got {n!r}")
         self.n = None if n is None else int(n)
@@ -108,15 +221,26 @@ class TrimmedMean(Query):
         return m + 1, n - m, n - 2 * m
 
     @property
+    def rounding_slack(self) -> float:
+        """How far rounding the exact mean to a double can move it: ulp(max(|lower|, |upper|)).
+
+        The value is the exact mean (integer sum on the public grid of
+        :func:`fixed_point_units`) correctly rounded once, so two neighbours'
+        values differ by at most the exact change plus this; every
+        sensitivity below includes it (a constant added to a β-smooth bound
+        keeps it β-smooth)."""
+        return math.ulp(max(abs(self.lower), abs(self.upper)))
+
+    @property
     def global_sensitivity(self) -> float:
         if self.n is None:
-            return self.upper - self.lower
-        return (self.upper - self.lower) / self._window(self.n)[2]
+            return self.upper - self.lower + self.rounding_slack
+        return (self.upper - self.lower) / self._window(self.n)[2] + self.rounding_slack
 
     def value(self, data: Any) -> float:
         x = self._x(data)
         m = trim_count(self.trim, x.size)
-        return float(np.mean(x[m : x.size - m]))
+        return _rounded_mean(x[m : x.size - m], self.lower, self.upper)
 
     def max_distance(self, data: Any) -> float:
         return float(self._x(data).size)
@@ -125,14 +249,15 @@ class TrimmedMean(Query):
         k = _distance(distance)
         x = self._x(data)
         i_max, j_min, kept = self._window(x.size)
-        return pair_local_sensitivity(x, self.lower, self.upper, i_max, j_min, k) / kept
+        exact = pair_local_sensitivity(x, self.lower, self.upper, i_max, j_min, k) / kept
+        return exact + self.rounding_slack
 
     def log_smooth_sensitivity(self, data: Any, beta: float) -> float:
         beta = _validate.nonnegative(beta, "beta")
         x = self._x(data)
         i_max, j_min, kept = self._window(x.size)
         log_ss = pair_log_smooth_sensitivity(x, self.lower, self.upper, i_max, j_min, beta)
-        return log_ss - math.log(kept)
+        return float(np.logaddexp(log_ss - math.log(kept), math.log(self.rounding_slack)))
 
     def smooth_sensitivity(self, data: Any, beta: float) -> float:
         """Exact SS_β, O(n log n) with the sort (pair structure of ``order.py``)."""
@@ -205,39 +330,44 @@ def mean_add_remove_local_sensitivity(x: np.ndarray, lower: float, upper: float,
 class Mean(TrimmedMean):
     """The mean of the data clamped to [lower, upper].
 
-    ``neighbours="substitution"`` (n fixed; ``n`` optional public size, as for
-    ``TrimmedMean``) or ``"add_remove"`` (global sensitivity (upper − lower)/2,
-    reached between {lower} and {lower, upper}).
+    ``neighbours="add_remove"`` (the default; global sensitivity
+    (upper − lower)/2, reached between {lower} and {lower, upper}; non-empty
+    data — a release of the mean under add/remove is noisy sum ÷ noisy count,
+    which needs no such restriction) or ``"substitution"`` (n fixed; ``n``
+    optional public size, as for ``TrimmedMean``).  The value is computed
+    exactly (see :attr:`TrimmedMean.rounding_slack`).
     """
 
     name = "mean"
+    supported_relations = ("add_remove", "substitution")
 
     def __init__(
         self,
         lower: float,
         upper: float,
-        neighbours: str = "substitution",
+        neighbours: str = "add_remove",
         *,
         n: int | None = None,
         drop_missing: bool = False,
     ) -> None:
-        if neighbours not in ("substitution", "add_remove"):
-            raise ValueError(
-                f"neighbours must be 'substitution' or 'add_remove', got {neighbours!r}"
-            )
+        neighbours = relation(neighbours, self.supported_relations)
         if neighbours == "add_remove" and n is not None:
-            raise ValueError("n (a public dataset size) only applies to substitution neighbours")
+            raise ParameterError(
+                "n (a public dataset size) only applies to substitution neighbours",
+                parameter="n",
+                allowed="None under add_remove",
+            )
         super().__init__(0.0, lower, upper, n=n, drop_missing=drop_missing)
         self.neighbours = neighbours  # type: ignore[assignment]
 
     @property
     def global_sensitivity(self) -> float:
         if self.neighbours == "add_remove":
-            return (self.upper - self.lower) / 2
+            return (self.upper - self.lower) / 2 + self.rounding_slack
         return super().global_sensitivity
 
     def value(self, data: Any) -> float:
-        return float(np.mean(self._x(data)))
+        return _rounded_mean(self._x(data), self.lower, self.upper)
 
     def max_distance(self, data: Any) -> float:
         return float(self._x(data).size + (1 if self.neighbours == "add_remove" else 0))
@@ -246,7 +376,8 @@ class Mean(TrimmedMean):
         if self.neighbours == "substitution":
             return super().local_sensitivity(data, distance)
         k = _distance(distance)
-        return mean_add_remove_local_sensitivity(self._x(data), self.lower, self.upper, k)
+        exact = mean_add_remove_local_sensitivity(self._x(data), self.lower, self.upper, k)
+        return exact + self.rounding_slack
 
     def log_smooth_sensitivity(self, data: Any, beta: float) -> float:
         if self.neighbours == "substitution":
@@ -268,7 +399,7 @@ class Mean(TrimmedMean):
             if decay * gs <= best:
                 break
             best = max(best, decay * a.at(k))
-        return best
+        return best + self.rounding_slack
 
     def parameters(self) -> dict[str, Any]:
         p: dict[str, Any] = {"lower": self.lower, "upper": self.upper}

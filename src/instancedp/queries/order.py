@@ -1,10 +1,13 @@
 """Order statistics: quantiles, the median, the minimum and the maximum.
 
-Substitution neighbours (n fixed, one record replaced), data clamped to the
-public bounds [lower, upper].  With x_1 ≤ … ≤ x_n the sorted clamped data and
+Both relations: ``neighbours="add_remove"`` (the default; A^(k) derived in
+the "add/remove neighbours" block below and in docs/queries.md) and
+``"substitution"``.  Data are clamped to the public bounds [lower, upper].
+Under substitution (n fixed, one record replaced), with x_1 ≤ … ≤ x_n the
+sorted clamped data and
 the convention x_i = lower for i < 1 and x_i = upper for i > n, the local
 sensitivity at distance k of the order statistic x_m is (NRS 2007, §3.1;
-FORMULAS.md §1)
+docs/formulas.md)
 
     A^(k)(x) = max_{0 ≤ t ≤ k+1} (x_{m+t} − x_{m+t−k−1}).
 
@@ -48,7 +51,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _validate
-from .base import Query
+from .base import Query, finite_range, relation
 
 __all__ = [
     "Quantile",
@@ -90,6 +93,8 @@ def quantile_index(q: float, n: int) -> int:
 def _X(x: np.ndarray, lower: float, upper: float, idx: np.ndarray) -> np.ndarray:
     """x_i for 1-based indices, with x_i = lower for i < 1 and upper for i > n."""
     n = x.size
+    if n == 0:
+        return np.where(idx < 1, lower, upper).astype(np.float64)
     out = x[np.clip(idx, 1, n) - 1]
     out = np.where(idx < 1, lower, out)
     return np.where(idx > n, upper, out)
@@ -277,25 +282,149 @@ def pair_log_smooth_sensitivity(
         width = int(min(max(2 * width, need), n + 1))
 
 
-class _OrderStatistic(Query):
-    """x_m of the sorted clamped data, substitution neighbours."""
+# -- add/remove neighbours ----------------------------------------------------
+#
+# Under add/remove the target index moves with the size: x_m with
+# m = idx(N) (idx(N) = max(1, ⌈qN⌉) for a quantile, 1 for the minimum, N for
+# the maximum).  For a dataset y of size N' and p = idx(N'):
+#
+# * adding a value gives size N' + 1 and index idx(N' + 1) ∈ {p, p + 1}; the
+#   new p-th or (p+1)-th value can be anything in [y_{p−1}, y_p] resp.
+#   [y_p, y_{p+1}], so the change is at most the "down gap" y_p − y_{p−1}
+#   (index unchanged) or the "up gap" y_{p+1} − y_p (index + 1);
+# * removing a value gives index idx(N' − 1) ∈ {p − 1, p}: the down gap
+#   (index − 1) or the up gap (index unchanged).
+#
+# So LS(y) is the up gap, the down gap, or both, depending on N' only (for the
+# median of an even N' only the up gap, of an odd N' only the down gap), with
+# y_i = lower for i < 1 and upper for i > N' (the empty dataset has the value
+# y_{idx(0)}: upper for quantiles and the minimum, lower for the maximum).
+#
+# A^(k)(x): y differs from x by a additions and r removals, a + r ≤ k,
+# N' = N + a − r.  Let y_p = x_i's neighbourhood: with i the largest index
+# with x_i ≤ y_p and j the smallest with x_j ≥ y_{p+1}, the x's strictly
+# between must be removed and y keeps exactly p values ≤ y_p, so
+# i ∈ [p − a, p] and j ≤ i + r + 1 (i > p needs i − p removals below, which
+# only shortens the pair).  Hence
+#
+#     up gap of y ≤ U(a, r) = max_{p − a ≤ i ≤ p} (x_{i+r+1} − x_i),
+#
+# the down gap the same with p − 1, and the bound is reached by adding a
+# values at ``lower`` and removing the r values x_{i+1..i+r} (checked against
+# breadth-first enumeration in the tests).  For fixed r the ranges
+# [p − a, p] grow on both sides as a grows (p moves by 0 or 1 per addition),
+# so all a are handled by running maxima: O(K²) for distances up to K.
 
-    neighbours = "substitution"
+
+def _ar_row(x: np.ndarray, lower: float, upper: float, index, r: int, a_max: int):
+    """(a, bound) for r removals and a = 0..a_max additions (sizes ≥ 0 only)."""
+    n = x.size
+    a = np.arange(a_max + 1)
+    size = n + a - r
+    ok = size >= 0
+    a, size = a[ok], size[ok]
+    if a.size == 0:
+        return a, np.zeros(0)
+    p = index(size)
+    # every pair this r can use lies in [p_min − a_max − 1, p_max + r + 1]:
+    # a constant stretch of the sorted data (ties) contributes 0, skip it
+    span = np.array([int(p.min()) - int(a.max()) - 1, int(p.max()) + r + 1])
+    ends = _X(x, lower, upper, span)
+    if ends[1] == ends[0]:
+        return a, np.zeros(a.size)
+    step_add = index(size + 1) - p
+    step_rem = np.where(size >= 1, index(np.maximum(size - 1, 0)) - p, 1)
+    up = (step_add == 1) | (step_rem == 0)
+    down = (step_add == 0) | (step_rem == -1)
+    val = np.zeros(a.size)
+    for need, shift in ((up, 0), (down, 1)):
+        if not need.any():
+            continue
+        right = p - shift
+        left = right - a
+        lo_i, hi_i = int(left.min()), int(right.max())
+        idx = np.arange(lo_i, hi_i + 1)
+        d = _X(x, lower, upper, idx + r + 1) - _X(x, lower, upper, idx)
+        # ranges [left, right] are nested and grow with a: running maxima
+        l0, r0 = int(left[0]) - lo_i, int(right[0]) - lo_i
+        core = d[l0 : r0 + 1].max()
+        lcum = np.maximum.accumulate(d[:l0][::-1]) if l0 > 0 else np.empty(0)
+        rcum = np.maximum.accumulate(d[r0 + 1 :]) if r0 + 1 < d.size else np.empty(0)
+        lsteps = l0 - (left - lo_i)  # how far each range reaches left of l0
+        rsteps = (right - lo_i) - r0
+        g = np.full(a.size, core)
+        has = lsteps > 0
+        g[has] = np.maximum(g[has], lcum[lsteps[has] - 1])
+        has = rsteps > 0
+        g[has] = np.maximum(g[has], rcum[rsteps[has] - 1])
+        val = np.where(need, np.maximum(val, g), val)
+    return a, val
+
+
+def _ar_gap_table(x: np.ndarray, lower: float, upper: float, index, K: int) -> np.ndarray:
+    """best[k] = max over a + r = k of the larger active gap bound (see above)."""
+    best = np.zeros(K + 1)
+    for r in range(K + 1):
+        a, val = _ar_row(x, lower, upper, index, r, K - r)
+        if a.size:
+            np.maximum.at(best, a + r, val)
+    return best
+
+
+def _ar_log_smooth_upto(
+    x: np.ndarray, lower: float, upper: float, index, K: int, beta: float
+) -> float:
+    """max_{a + r ≤ K} (log bound(a, r) − β(a + r)), skipping what cannot win."""
+    log_range = math.log(upper - lower)
+    best = -math.inf
+    for r in range(K + 1):
+        if log_range - beta * r <= best:
+            break  # every (a, r) left costs ≥ r
+        reach = K - r if best == -math.inf else min(K - r, int((log_range - best) / beta) - r)
+        if reach < 0:
+            continue
+        a, val = _ar_row(x, lower, upper, index, r, reach)
+        if a.size:
+            with np.errstate(divide="ignore"):
+                best = max(best, float(np.max(np.log(val) - beta * (a + r))))
+    return best
+
+
+class _OrderStatistic(Query):
+    """x_m of the sorted clamped data; ``neighbours`` "add_remove" (default) or "substitution"."""
+
+    neighbours = "add_remove"
+    supported_relations = ("add_remove", "substitution")
     exact: ClassVar[bool] = True
 
-    def __init__(self, lower: float, upper: float, *, drop_missing: bool = False) -> None:
+    def __init__(
+        self,
+        lower: float,
+        upper: float,
+        *,
+        neighbours: str = "add_remove",
+        drop_missing: bool = False,
+    ) -> None:
         self.lower, self.upper = _validate.bounds(lower, upper)
+        finite_range(self.lower, self.upper)
+        self.neighbours = relation(neighbours, self.supported_relations)  # type: ignore[assignment]
         self.drop_missing = bool(drop_missing)
 
     @abstractmethod
     def index(self, n: int) -> int:
         """The 1-based index m of the statistic among n sorted values."""
 
+    def index_array(self, sizes: np.ndarray) -> np.ndarray:
+        """``index`` for an integer array of sizes (subclasses vectorise)."""
+        return np.array([self.index(int(v)) for v in sizes], dtype=np.int64)
+
     def prepare_key(self) -> tuple:
         # every order statistic (and the trimmed mean) with these bounds shares the sort
         return ("sorted_clamped", self.lower, self.upper, self.drop_missing)
 
     def _prepare(self, data: Any) -> np.ndarray:
+        if self.neighbours == "add_remove" and _is_empty(data):
+            return np.empty(0)  # the empty table neighbours every one-row table
         return sorted_clamped(data, self.lower, self.upper, self.drop_missing)
 
     @property
@@ -304,14 +433,23 @@ class _OrderStatistic(Query):
 
     def value(self, data: Any) -> float:
         x = self._load(data)
-        return float(x[self.index(x.size) - 1])
+        m = self.index(x.size)
+        return float(_X(x, self.lower, self.upper, np.array([m]))[0])
 
     def max_distance(self, data: Any) -> float:
         return float(self._load(data).size)  # A^(k) = upper − lower from k = n on
 
+    def _ar_table(self, x: np.ndarray, K: int) -> np.ndarray:
+        best = _ar_gap_table(x, self.lower, self.upper, self.index_array, K)
+        return np.maximum.accumulate(best)
+
     def local_sensitivity(self, data: Any, distance: int = 0) -> float:
         k = _distance(distance)
         x = self._load(data)
+        if self.neighbours == "add_remove":
+            if k >= x.size:  # every record removed: the empty table's gap is upper − lower
+                return float(self.upper - self.lower)
+            return float(self._ar_table(x, k)[k])
         m = self.index(x.size)
         return pair_local_sensitivity(x, self.lower, self.upper, m, m, k)
 
@@ -319,15 +457,63 @@ class _OrderStatistic(Query):
         """log SS_β(x), exact even where SS underflows."""
         beta = _validate.nonnegative(beta, "beta")
         x = self._load(data)
+        if self.neighbours == "add_remove":
+            return self._ar_log_smooth(x, beta)
         m = self.index(x.size)
         return pair_log_smooth_sensitivity(x, self.lower, self.upper, m, m, beta)
 
+    def _ar_log_smooth(self, x: np.ndarray, beta: float) -> float:
+        """log max(max_{k ≤ K} e^{−kβ} A^(k)(x), e^{−(K+1)β}(upper − lower)).
+
+        K = ``_ar_cap(beta)`` is public (β only, never n), so this is a
+        β-smooth upper bound on LS for every input: the first term is smooth
+        up to distance K, the constant covers every larger k.  It equals the
+        exact SS_β whenever e^{−(K+1)β}(upper − lower) is below the first
+        term — always for K ≥ n (A^(n) = upper − lower: every row removed),
+        and with a relative slack below 2^−60 for β ≥ 0.01.  The window
+        doubles from 64 until no larger k can win: O(K²) at most.
+        """
+        log_range = math.log(self.upper - self.lower)
+        n = x.size
+        if beta == 0:
+            return log_range
+        cap = _ar_cap(beta)
+        K = min(64, n, cap)
+        while True:
+            best = _ar_log_smooth_upto(x, self.lower, self.upper, self.index_array, K, beta)
+            if K >= n:
+                return max(best, log_range - beta * n)
+            if log_range - beta * (K + 1) <= best:
+                return best
+            if K >= cap:
+                # beyond the cap: A^(k)_add/remove ≤ A^(k)_substitution (docs/queries.md),
+                # itself smooth under add/remove, and ≤ the range
+                m = self.index(n)
+                sub = pair_log_smooth_sensitivity(x, self.lower, self.upper, m, m, beta)
+                return max(best, min(log_range - beta * (K + 1), sub))
+            K = min(n, 2 * K, cap)
+
     def smooth_sensitivity(self, data: Any, beta: float) -> float:
-        """SS_β(x) = max_k e^{−kβ} A^(k)(x), exact, O(n log n) with the sort."""
+        """SS_β(x) = max_k e^{−kβ} A^(k)(x), exact."""
         return math.exp(self.log_smooth_sensitivity(data, beta))
 
     def parameters(self) -> dict[str, Any]:
-        return {"lower": self.lower, "upper": self.upper}
+        return {"lower": self.lower, "upper": self.upper, "neighbours": self.neighbours}
+
+
+#: most distances examined exactly for add/remove smooth sensitivity
+AR_MAX_DISTANCE = 4096
+
+
+def _ar_cap(beta: float) -> int:
+    """Public cap K on the exact scan: e^{−Kβ} ≤ 2^−60, at most ``AR_MAX_DISTANCE``."""
+    return int(min(AR_MAX_DISTANCE, math.ceil(60 * math.log(2) / beta)))
+
+
+def _is_empty(data: Any) -> bool:
+    if isinstance(data, list | tuple):
+        return len(data) == 0
+    return getattr(data, "size", 1) == 0 and getattr(data, "ndim", 1) == 1
 
 
 def _distance(distance: Any) -> int:
@@ -341,15 +527,30 @@ class Quantile(_OrderStatistic):
 
     name = "quantile"
 
-    def __init__(self, q: float, lower: float, upper: float, *, drop_missing: bool = False) -> None:
+    def __init__(
+        self,
+        q: float,
+        lower: float,
+        upper: float,
+        *,
+        neighbours: str = "add_remove",
+        drop_missing: bool = False,
+    ) -> None:
         self.q = _validate.in_open_interval(q, "q", 0.0, 1.0)
-        super().__init__(lower, upper, drop_missing=drop_missing)
+        super().__init__(lower, upper, neighbours=neighbours, drop_missing=drop_missing)
 
     def index(self, n: int) -> int:
         return quantile_index(self.q, n)
 
+    def index_array(self, sizes: np.ndarray) -> np.ndarray:
+        num, den = Fraction(repr(float(self.q))).as_integer_ratio()
+        sizes = np.asarray(sizes)
+        if sizes.size and num * int(sizes.max()) >= 1 << 62:
+            return super().index_array(sizes)
+        return np.maximum(1, -((-num * sizes.astype(np.int64)) // den))
+
     def parameters(self) -> dict[str, Any]:
-        return {"q": self.q, "lower": self.lower, "upper": self.upper}
+        return {"q": self.q, **super().parameters()}
 
 
 class Median(Quantile):
@@ -357,11 +558,18 @@ class Median(Quantile):
 
     name = "median"
 
-    def __init__(self, lower: float, upper: float, *, drop_missing: bool = False) -> None:
-        super().__init__(0.5, lower, upper, drop_missing=drop_missing)
+    def __init__(
+        self,
+        lower: float,
+        upper: float,
+        *,
+        neighbours: str = "add_remove",
+        drop_missing: bool = False,
+    ) -> None:
+        super().__init__(0.5, lower, upper, neighbours=neighbours, drop_missing=drop_missing)
 
     def parameters(self) -> dict[str, Any]:
-        return {"lower": self.lower, "upper": self.upper}
+        return _OrderStatistic.parameters(self)
 
 
 class Min(_OrderStatistic):
@@ -372,6 +580,9 @@ class Min(_OrderStatistic):
     def index(self, n: int) -> int:
         return 1
 
+    def index_array(self, sizes: np.ndarray) -> np.ndarray:
+        return np.ones(np.shape(sizes), dtype=np.int64)
+
 
 class Max(_OrderStatistic):
     """The maximum x_n (mirror image of ``Min``)."""
@@ -380,3 +591,6 @@ class Max(_OrderStatistic):
 
     def index(self, n: int) -> int:
         return n
+
+    def index_array(self, sizes: np.ndarray) -> np.ndarray:
+        return np.asarray(sizes, dtype=np.int64)

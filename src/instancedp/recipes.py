@@ -1,0 +1,436 @@
+"""Recipes: a statistic's name and options → a query and a mechanism.
+
+Used by :class:`~instancedp.session.Session` (and, through it, the CLI).
+Everything here is a function of public parameters only: the statistic, ε,
+δ, the bounds, the options and the neighbour relation (``"add_remove"`` by
+default, ``"substitution"`` when the table's size is public).  Errors are
+:class:`~instancedp.errors.ParameterError` naming the Python keyword.
+
+Default mechanisms (:func:`default_mechanism`):
+
+* add/remove — median and quantiles: the exponential quantile mechanism
+  (score sensitivity ≤ 1 under both relations); the mean: noisy sum ÷ noisy
+  count (:class:`~instancedp.mechanisms.sum_count.NoisySumOverCount`, ε split
+  1/2–1/2, stated in the record); sum and count: Laplace; ratio: KSW; min and
+  max: smooth sensitivity (add/remove A^(k)).  Nothing uses n.
+* substitution — the size n is public: the mean and trimmed mean use it in
+  their sensitivity, and medians/quantiles switch to smooth sensitivity when
+  ε·n ≥ :data:`SMOOTH_QUANTILE_MIN_EPSILON_N`.
+
+Statistics a relation cannot carry are refused up front: the count under
+substitution (n is public: there is nothing to release); the trimmed mean,
+and the ratio's KSW/naive mechanisms, are available under one relation only
+(``STATISTIC_RELATIONS``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _validate
+from .errors import ParameterError
+
+__all__ = [
+    "STATISTICS",
+    "GRAPH_STATISTICS",
+    "MECHANISMS",
+    "USES_PUBLIC_N",
+    "STATISTIC_RELATIONS",
+    "SMOOTH_QUANTILE_MIN_EPSILON_N",
+    "default_mechanism",
+    "build_query",
+    "build_mechanism",
+    "check_input",
+    "relation_for",
+]
+
+STATISTICS: tuple[str, ...] = (
+    "median",
+    "quantile",
+    "mean",
+    "trimmed-mean",
+    "count",
+    "sum",
+    "ratio",
+    "min",
+    "max",
+)
+GRAPH_STATISTICS: tuple[str, ...] = ("triangles", "kstars", "two-triangles")
+MECHANISMS: tuple[str, ...] = (
+    "smooth",
+    "ptr",
+    "exponential",
+    "laplace",
+    "gaussian",
+    "bounded-ls",
+    "ksw",
+    "naive",
+    "sum-count",
+)
+# Statistics whose mechanism uses the public n (substitution neighbours only):
+# the means for their sensitivity, medians/quantiles for the default rule.
+USES_PUBLIC_N = ("mean", "trimmed-mean", "median", "quantile")
+#: the relations each statistic is offered under
+STATISTIC_RELATIONS: dict[str, tuple[str, ...]] = {
+    **{s: ("add_remove", "substitution") for s in STATISTICS},
+    "count": ("add_remove",),
+    "trimmed-mean": ("substitution",),
+    "ratio": ("add_remove",),
+    **{s: ("edge",) for s in GRAPH_STATISTICS},
+}
+_NEEDS_BOUNDS = {"median", "quantile", "mean", "trimmed-mean", "sum", "min", "max"}
+_DEFAULT_MECHANISM = {
+    "median": "smooth",
+    "quantile": "smooth",
+    "trimmed-mean": "smooth",
+    "min": "smooth",
+    "max": "smooth",
+    "mean": "laplace",
+    "sum": "laplace",
+    "count": "laplace",
+    "ratio": "ksw",
+    "triangles": "smooth",
+    "kstars": "smooth",
+    "two-triangles": "smooth",
+}
+_DEFAULT_ADD_REMOVE = {"median": "exponential", "quantile": "exponential", "mean": "sum-count"}
+
+# Medians and quantiles under substitution: smooth sensitivity when
+# ε·n ≥ SMOOTH_QUANTILE_MIN_EPSILON_N, else the exponential mechanism (public:
+# ε and the public n; without n, n = 1000 is assumed, i.e. smooth iff ε ≥ 2).
+# From docs/results/median.md and median_ties.md (40 cells, MAE ÷ best peer):
+# the smooth median's error grows like 1/ε² (1.6–3× the peers at
+# ε ∈ [0.5, 1] on continuous data), but on tie-heavy data it wins once ε·n is
+# large (≈ 0 error at n = 10⁴, ε ≥ 0.5) where the exponential mechanism is
+# stuck at half a unit (7–70×).  2000 is the per-cell minimax choice: worst
+# ratio 10.4 over the 40 cells, against 70 for always-exponential and 21 for
+# always-smooth.
+SMOOTH_QUANTILE_MIN_EPSILON_N = 2000.0
+
+
+def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
+    v = str(value).lower().replace("_", "-")
+    if v not in allowed:
+        raise ParameterError(
+            f"{name} must be one of {', '.join(allowed)}; got {value!r}",
+            parameter=name,
+            allowed=", ".join(allowed),
+        )
+    return v
+
+
+def relation_for(neighbours: Any, statistic: str | None = None) -> str:
+    """The relation name checked (and, for a statistic, that it is offered under it)."""
+    from .queries import RELATIONS
+
+    rel = str(neighbours).lower().replace("-", "_")
+    if rel not in RELATIONS:
+        raise ParameterError(
+            f"neighbours must be one of {', '.join(RELATIONS)}; got {neighbours!r}",
+            parameter="neighbours",
+            allowed=", ".join(RELATIONS),
+        )
+    if statistic is not None:
+        st = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
+        offered = STATISTIC_RELATIONS[st]
+        if st in GRAPH_STATISTICS:
+            return "edge"  # graph statistics: edge privacy, the vertex set public
+        if rel not in offered:
+            why = {
+                "count": "under substitution the table's size is public: nothing to release",
+                "trimmed-mean": "its add/remove sensitivities are not implemented",
+                "ratio": "its mechanisms are calibrated for add/remove (users join or leave)",
+            }.get(st, "")
+            raise ParameterError(
+                f"statistic {st!r} is offered under {', '.join(offered)} neighbours only"
+                + (f" ({why})" if why else ""),
+                parameter="neighbours",
+                allowed=", ".join(offered),
+            )
+    return rel
+
+
+def default_mechanism(
+    statistic: str,
+    epsilon: float | None = None,
+    n: int | None = None,
+    neighbours: str = "add_remove",
+) -> str:
+    """The mechanism used when none is named (documented in the README).
+
+    Depends only on public parameters: the statistic, the relation and, for
+    medians and quantiles under substitution, ε and the public n (see
+    :data:`SMOOTH_QUANTILE_MIN_EPSILON_N`).  Under add/remove n is never used.
+    """
+    statistic = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
+    if neighbours == "add_remove" and statistic in _DEFAULT_ADD_REMOVE:
+        return _DEFAULT_ADD_REMOVE[statistic]
+    if statistic in ("median", "quantile") and epsilon is not None:
+        if epsilon * (1000 if n is None else n) < SMOOTH_QUANTILE_MIN_EPSILON_N:
+            return "exponential"
+    return _DEFAULT_MECHANISM[statistic]
+
+
+def _public_n(n: Any, neighbours: str) -> int | None:
+    if n is None:
+        return None
+    if neighbours != "substitution":
+        raise ParameterError(
+            "n (the table's size) is public only under substitution neighbours; under "
+            f"{neighbours} it is private and may not choose or calibrate anything",
+            parameter="n",
+            allowed="None unless neighbours='substitution'",
+        )
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ParameterError(
+            f"n must be an integer >= 1, got {n!r}", parameter="n", allowed="integer >= 1"
+        )
+    return int(n)
+
+
+def build_query(
+    statistic: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    quantile: float | None = None,
+    trim: float | None = None,
+    k: int | None = None,
+    n: int | None = None,
+    vertices: int | None = None,
+    neighbours: str = "add_remove",
+) -> Any:
+    """The query object for a statistic name (validated: bounds, q, trim, k).
+
+    ``neighbours``: the relation its sensitivities are for (graph statistics
+    always use edge privacy).  ``n`` is the public table size, accepted only
+    under substitution (for the mean and trimmed mean's sensitivity).
+    ``vertices`` is the public number of vertices for graph statistics.
+    """
+    from . import queries as Q
+
+    statistic = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
+    rel = relation_for(neighbours, statistic)
+    n = _public_n(n, rel) if statistic not in GRAPH_STATISTICS else None
+    if statistic in _NEEDS_BOUNDS:
+        if bounds is None:
+            raise ParameterError(
+                f"statistic {statistic!r} needs public bounds on the data: pass "
+                "bounds=(lo, hi), chosen without looking at the data",
+                parameter="bounds",
+                allowed="(lo, hi), finite, lo < hi",
+            )
+        try:
+            lo, hi = _validate.bounds(*bounds)
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(str(exc), parameter="bounds", allowed="(lo, hi)") from None
+    if quantile is not None and statistic != "quantile":
+        raise ParameterError(
+            f"quantile applies to statistic 'quantile' only, not {statistic!r}",
+            parameter="quantile",
+        )
+    if trim is not None and statistic != "trimmed-mean":
+        raise ParameterError(
+            f"trim applies to statistic 'trimmed-mean' only, not {statistic!r}", parameter="trim"
+        )
+    if vertices is not None and statistic not in GRAPH_STATISTICS:
+        raise ParameterError(
+            f"vertices applies to graph statistics only, not {statistic!r}", parameter="vertices"
+        )
+    if statistic == "median":
+        return Q.Median(lo, hi, neighbours=rel)
+    if statistic == "quantile":
+        if quantile is None:
+            raise ParameterError(
+                "statistic 'quantile' needs quantile=Q with Q in (0, 1)",
+                parameter="quantile",
+                allowed="(0, 1)",
+            )
+        try:
+            q = _validate.in_open_interval(quantile, "quantile", 0, 1)
+        except ValueError as exc:
+            raise ParameterError(str(exc), parameter="quantile", allowed="(0, 1)") from None
+        return Q.Quantile(q, lo, hi, neighbours=rel)
+    if statistic == "mean":
+        return Q.Mean(lo, hi, rel, n=n)
+    if statistic == "trimmed-mean":
+        return Q.TrimmedMean(0.1 if trim is None else trim, lo, hi, n=n)
+    if statistic == "count":
+        return Q.Count()
+    if statistic == "sum":
+        return Q.Sum(lo, hi, neighbours=rel)
+    if statistic == "ratio":
+        return Q.Ratio()
+    if statistic == "min":
+        return Q.Min(lo, hi, neighbours=rel)
+    if statistic == "max":
+        return Q.Max(lo, hi, neighbours=rel)
+    if statistic == "triangles":
+        return Q.TriangleCount(n_vertices=vertices)
+    if statistic == "kstars":
+        kk = 2 if k is None else k
+        if isinstance(kk, bool) or not isinstance(kk, int) or kk < 1:
+            raise ParameterError(
+                f"k must be an integer >= 1 for kstars, got {k!r}", parameter="k", allowed=">= 1"
+            )
+        return Q.KStarCount(kk, n_vertices=vertices)
+    return Q.TwoTriangleCount(n_vertices=vertices)
+
+
+def _needs_delta(name: str) -> ParameterError:
+    return ParameterError(
+        f"mechanism {name!r} is (epsilon, delta)-DP: pass delta with 0 < delta < 1",
+        parameter="delta",
+        allowed="(0, 1)",
+    )
+
+
+def _only_with(option: str, mechanism: str, name: str) -> None:
+    if name != mechanism:
+        raise ParameterError(
+            f"{option} applies to mechanism {mechanism!r} only, not {name!r}", parameter=option
+        )
+
+
+def build_mechanism(
+    statistic: str,
+    epsilon: float,
+    delta: float | None = None,
+    *,
+    mechanism: str | None = None,
+    bounds: tuple[float, float] | None = None,
+    quantile: float | None = None,
+    trim: float | None = None,
+    k: int | None = None,
+    noise: str | None = None,
+    gamma: float | None = None,
+    ptr_bound: float | None = None,
+    calibration: str = "analytic",
+    n: int | None = None,
+    vertices: int | None = None,
+    neighbours: str = "add_remove",
+) -> Any:
+    """A validated mechanism from names, under the relation ``neighbours``.
+
+    Every parameter is checked here (ParameterError naming it) so nothing
+    touches the ledger on bad input.  Two-stage mechanisms split ε in half
+    (PTR: test and noise; bounded-ls: bound and release; sum-count: sum and
+    count — each stated in the record).  ``n``: the public table size,
+    substitution only.
+    """
+    from . import mechanisms as M
+
+    statistic = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
+    rel = relation_for(neighbours, statistic)
+    try:
+        eps = _validate.epsilon(epsilon)
+    except ValueError as exc:
+        raise ParameterError(str(exc), parameter="epsilon", allowed="finite > 0") from None
+    try:
+        d = None if delta is None else _validate.delta(delta)
+    except ValueError as exc:
+        raise ParameterError(str(exc), parameter="delta", allowed="[0, 1)") from None
+    if d == 0:
+        d = None
+    n = _public_n(n, rel) if statistic not in GRAPH_STATISTICS else None
+    if mechanism is None and (noise is not None or gamma is not None):
+        mechanism = "smooth"  # options that only the smooth mechanism takes imply it
+    elif mechanism is None and ptr_bound is not None:
+        mechanism = "ptr"
+    name = _choice(mechanism or default_mechanism(statistic, eps, n, rel), MECHANISMS, "mechanism")
+    if noise is not None:
+        _only_with("noise", "smooth", name)
+    if gamma is not None:
+        _only_with("gamma", "smooth", name)
+    if ptr_bound is not None:
+        _only_with("ptr_bound", "ptr", name)
+
+    if statistic == "ratio":
+        from .mechanisms.ratio import PrivateRatio
+
+        methods = {"ksw": "ksw", "naive": "naive", "bounded-ls": "bounded_ls"}
+        if name not in methods:
+            raise ParameterError(
+                f"mechanism for statistic 'ratio' must be one of {', '.join(methods)}; "
+                f"got {name!r}",
+                parameter="mechanism",
+                allowed=", ".join(methods),
+            )
+        if name == "bounded-ls" and d is None:
+            raise _needs_delta("bounded-ls")
+        return PrivateRatio(eps, method=methods[name], delta=d if name == "bounded-ls" else None)
+    if name in ("ksw", "naive"):
+        raise ParameterError(
+            f"mechanism {name!r} applies to statistic 'ratio' only", parameter="mechanism"
+        )
+
+    query = build_query(
+        statistic,
+        bounds=bounds,
+        quantile=quantile,
+        trim=trim,
+        k=k,
+        n=n,
+        vertices=vertices,
+        neighbours=rel,
+    )
+    if name == "sum-count":
+        if statistic != "mean" or rel != "add_remove":
+            raise ParameterError(
+                "mechanism 'sum-count' releases the mean under add_remove neighbours only",
+                parameter="mechanism",
+            )
+        from .mechanisms.sum_count import NoisySumOverCount
+
+        return NoisySumOverCount(query.lower, query.upper, eps)
+    if name == "smooth":
+        family = (noise or "polyplace").lower().replace("-", "_")
+        return M.SmoothSensitivityMechanism(query, eps, gamma=gamma, noise=family, delta=d)
+    if name == "laplace":
+        return M.LaplaceMechanism(query, eps)
+    if name == "gaussian":
+        if d is None:
+            raise _needs_delta("gaussian")
+        return M.GaussianMechanism(query, eps, d, calibration=calibration)
+    if name == "ptr":
+        if d is None:
+            raise _needs_delta("ptr")
+        if ptr_bound is None:
+            raise ParameterError(
+                "mechanism 'ptr' needs a proposed sensitivity bound: pass ptr_bound=B "
+                "(a finite number > 0, chosen without looking at the data)",
+                parameter="ptr_bound",
+                allowed="finite > 0",
+            )
+        try:
+            b = _validate.finite_positive(ptr_bound, "ptr_bound")
+        except ValueError as exc:
+            raise ParameterError(str(exc), parameter="ptr_bound", allowed="finite > 0") from None
+        # ProposeTestRelease splits ε itself: ε/2 for the test, ε/2 for the noise.
+        return M.ProposeTestRelease(query, b, eps, d)
+    if name == "exponential":
+        if statistic not in ("median", "quantile"):
+            raise ParameterError(
+                "mechanism 'exponential' applies to statistics 'median' and 'quantile' only",
+                parameter="mechanism",
+            )
+        mech = M.ExponentialQuantile(float(query.q), query.lower, query.upper, eps)
+        # Its score |rank − q·n| moves by ≤ 1 under substitution and by
+        # ≤ max(q, 1 − q) ≤ 1 under add/remove: the same calibration is ε-DP
+        # under both, and the record states the relation in use.
+        mech.neighbours = rel
+        return mech
+    # bounded-ls
+    if d is None:
+        raise _needs_delta("bounded-ls")
+    return M.BoundedLocalSensitivity(query, None, eps / 2, eps / 2, d)
+
+
+def check_input(statistic: str, data: np.ndarray) -> None:
+    """Own-input checks a statistic needs beyond numeric/non-empty (before any charge)."""
+    if statistic == "ratio" and not np.isin(data, (0.0, 1.0)).all():
+        raise ValueError(
+            "statistic 'ratio' needs a column of 0/1 flags (1 = counted in the numerator, "
+            "every row in the denominator): select or compute one with sql"
+        )
