@@ -45,6 +45,7 @@ arithmetic.  Acceptance rate e^{−η}·Z/Ẑ ≈ 1.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -133,8 +134,9 @@ class JointState:
             return r * self.log_len[i] - gammaln(r + 1) + internal + g
 
 
-def forward(x_sorted: np.ndarray, qs: tuple[float, ...], lower: float, upper: float,
-            epsilon: float) -> JointState:
+def forward(
+    x_sorted: np.ndarray, qs: tuple[float, ...], lower: float, upper: float, epsilon: float
+) -> JointState:
     """The float64 forward pass: log Z and the tables the backward draw needs."""
     pts = np.concatenate(([lower], x_sorted, [upper]))
     n = x_sorted.size
@@ -142,7 +144,7 @@ def forward(x_sorted: np.ndarray, qs: tuple[float, ...], lower: float, upper: fl
     with np.errstate(divide="ignore"):
         log_len = np.log(np.diff(pts))
     levels = [Fraction(0), *(Fraction(q) for q in qs), Fraction(1)]
-    w_exact = [b - a for a, b in zip(levels, levels[1:])]
+    w_exact = [b - a for a, b in itertools.pairwise(levels)]
     t_exact = [w * n for w in w_exact]
     targets = np.array([float(t) for t in t_exact])
     c_exact = Fraction(epsilon) / 4
@@ -178,8 +180,9 @@ def forward(x_sorted: np.ndarray, qs: tuple[float, ...], lower: float, upper: fl
     big = max([float(a.max()) for a in finite if a.size] + [0.0]) + c * size + 1.0
     bound = (m + 2) * (8.0 * (size + m + 8) * _TWO52 * big + 16.0 * _EXP_REL)
     eta = max(2.0**-20, 4.0 * bound)
-    return JointState(pts, log_len, targets, t_exact, c, c_exact, log_g, log_b, run_prefix,
-                      log_final, log_z, eta)
+    return JointState(
+        pts, log_len, targets, t_exact, c, c_exact, log_g, log_b, run_prefix, log_final, log_z, eta
+    )
 
 
 # ---------------------------------------------------------------------------

@@ -47,7 +47,11 @@ def uniform_point(lo: float, hi: float, source: RandomSource) -> float:
 
 
 def single_quantile(
-    x_sorted: np.ndarray, q: float, lower: float, upper: float, epsilon: float,
+    x_sorted: np.ndarray,
+    q: float,
+    lower: float,
+    upper: float,
+    epsilon: float,
     source: RandomSource,
 ) -> float:
     """One exponential-mechanism q-quantile of sorted data inside [lower, upper].
@@ -59,6 +63,8 @@ def single_quantile(
     """
     if lower == upper:
         return lower
+    if x_sorted.size == 0:  # one interval, [lower, upper]: the uniform law
+        return uniform_point(lower, upper, source)
     pts, logw = interval_log_weights(x_sorted, q, lower, upper, epsilon)
     i = sample_index_from_log_weights(logw, source)
     return uniform_point(float(pts[i]), float(pts[i + 1]), source)

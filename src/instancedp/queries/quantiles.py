@@ -10,6 +10,7 @@ empirical quantiles x_(⌈q_j n⌉) (the "inverted CDF" definition; x_(0) read a
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -35,7 +36,7 @@ def _levels(qs: Any) -> tuple[float, ...]:
         raise ParameterError(
             f"qs must be numbers in [0, 1], got {qs!r}", parameter="qs", allowed="[0, 1]"
         )
-    if any(b <= a for a, b in zip(values, values[1:])):
+    if any(b <= a for a, b in itertools.pairwise(values)):
         raise ParameterError(
             f"qs must be strictly increasing, got {qs!r}",
             parameter="qs",
@@ -67,6 +68,8 @@ class Quantiles(Query):
         return len(self.qs)
 
     def _prepare(self, data: Any) -> np.ndarray:
+        if np.size(data) == 0:  # an empty table is a valid dataset under add/remove
+            return np.empty(0)
         return np.sort(np.clip(_validate.data_array(data), self.lower, self.upper))
 
     @property
