@@ -174,11 +174,13 @@ def forward(
             log_g.append(_transition(log_b[j], targets[j], c))
     log_final = log_b[m] - c * np.abs(n - idx - targets[m])
     log_z = float(logsumexp(log_final))
-    # Worst-case relative error of the float pass (see module docstring): every
-    # chained log-add-exp rounds an absolute ulp of the largest log magnitude.
+    # Worst-case relative error of the float pass (see module docstring): along
+    # each chain of ≤ size + m + 8 log-add-exps, every step rounds by at most an
+    # ulp of the largest log magnitude plus its exp/log1p error; a path's ratio
+    # W/q telescopes over ≤ 2m + 1 stored values, each carrying one such chain.
     finite = [np.abs(a[np.isfinite(a)]) for a in (*log_g, *log_b[1:], log_final)]
     big = max([float(a.max()) for a in finite if a.size] + [0.0]) + c * size + 1.0
-    bound = (m + 2) * (8.0 * (size + m + 8) * _TWO52 * big + 16.0 * _EXP_REL)
+    bound = (2 * m + 2) * (size + m + 8) * (8.0 * _TWO52 * big + 4.0 * _EXP_REL)
     eta = max(2.0**-20, 4.0 * bound)
     return JointState(
         pts, log_len, targets, t_exact, c, c_exact, log_g, log_b, run_prefix, log_final, log_z, eta
