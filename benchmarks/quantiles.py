@@ -209,6 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default="quantiles")
     ap.add_argument("--trials", type=int, default=None, help="trials per cell (10; quick 2)")
+    ap.add_argument("--peer-max-n", type=int, default=None, help="skip the peers above this n")
     ap.add_argument(
         "--retime", action="store_true", help="only redo the joint timing; rewrite the report"
     )
@@ -286,6 +287,11 @@ def main(argv: list[str] | None = None) -> dict:
                 "data": [x.tolist() for x in data],
             }
             for peer in ("opendp", "tumult"):
+                if args.peer_max_n is not None and n > args.peer_max_n:
+                    info = f"{peer}: not run above n = {args.peer_max_n} (--peer-max-n, for time)"
+                    if info not in notes:
+                        notes.append(info)
+                    continue
                 t0 = time.perf_counter()
                 results, info = run_peer(peer, job)
                 if results is None:
@@ -377,6 +383,8 @@ def write(res: dict, name: str) -> None:
             for e in ("0.5", "2.0")
         )
         + ".",
+        "",
+        f"![mean error against m, add/remove]({name}.png)",
         "",
     ]
     for rel in ("add_remove", "substitution"):
