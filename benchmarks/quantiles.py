@@ -440,7 +440,10 @@ def plot(res: dict, path: Path) -> None:
 
     rows = [r for r in res["rows"] if r["relation"] == "add_remove"]
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    n = max(r["n"] for r in rows)
+    peer_ns = [
+        r["n"] for r in rows if r["method"].endswith("ε/m") and "independent" not in r["method"]
+    ]
+    n = max(peer_ns or [r["n"] for r in rows])  # the largest n the peers ran at
     fig, axes = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 7), squeeze=False)
     for i, eps in enumerate((0.5, 2.0)):
         for j, d in enumerate(datasets):
