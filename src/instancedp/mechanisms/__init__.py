@@ -22,6 +22,9 @@ _NAMES = {
     "level_rates": "levels",
     "check_instance_noise": "levels",
     "SmallDB": "smalldb",
+    "JointQuantiles": "joint_quantiles",
+    "RecursiveQuantiles": "recursive_quantiles",
+    "IndependentQuantiles": "independent_quantiles",
 }
 
 __all__ = sorted(_NAMES)

@@ -1,0 +1,473 @@
+"""Several quantiles at total ε → docs/results/quantiles.{md,json,png}.
+
+Mechanisms (``instancedp.mechanisms``): the joint exponential mechanism
+(Gillenwater, Joseph & Kulesza 2021, exact sampler), the recursive algorithm
+(Kaplan, Schnapp & Stemmer 2022) and m independent exponential mechanisms at
+ε/m; peers OpenDP (``make_private_quantile``) and Tumult Core (``NoisyQuantile``)
+at ε/m each, run in their own virtual environments under ``.bench-envs/``
+(made by the accuracy benchmark) when they exist — otherwise skipped, with the
+reason logged in the report.
+
+Grid: m ∈ {3, 9, 19} evenly spaced levels j/(m+1); n ∈ {10³, 10⁴, 10⁵};
+ε ∈ {0.5, 2}; add/remove and substitution.  The joint and independent laws
+are the same under both relations (utility sensitivity 2, resp. rank score
+sensitivity ≤ 1, under either), so their draws serve both rows; the recursive
+algorithm's per-mechanism ε halves under substitution; the peers' guarantees
+are add/remove ones, so they appear in add/remove rows only.
+
+Error of one release: mean over the m levels of |released − empirical
+quantile| (empirical = x_(⌈qn⌉)); a cell reports the mean and the median of
+that over trials (a fresh dataset per trial), and the mean rank error (data
+points between the release and the empirical quantile, GJK's "missed points").
+
+``--quick``: n ∈ {10³, 10⁴}, two datasets, 3 trials (≤ 2 min); full run
+10 trials (≤ 30 min on 2 cores).  Also times the joint mechanism's secure
+release (forward pass + exact draw) at n = 10⁵, m = 19.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from instancedp.mechanisms.independent_quantiles import IndependentQuantiles
+from instancedp.mechanisms.joint_quantiles import JointQuantiles
+from instancedp.mechanisms.recursive_quantiles import RecursiveQuantiles
+from instancedp.queries.quantiles import Quantiles
+from instancedp.random import simulation
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "results"
+ENVS = ROOT / ".bench-envs"
+
+PEER_CODE = {
+    "opendp": r"""
+import json, sys
+import numpy as np
+import opendp.prelude as dp
+from importlib.metadata import version
+dp.enable_features("contrib")
+job = json.load(sys.stdin)
+lo, hi = job["bounds"]
+cands = np.linspace(lo, hi, job["grid"]).tolist()
+dom = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+out = {"version": "opendp " + version("opendp"), "results": []}
+meas = {}
+for task in job["tasks"]:
+    x = np.clip(np.asarray(job["data"][task["data"]], float), lo, hi).tolist()
+    row = []
+    for q in task["qs"]:
+        key = (q, task["eps_each"])
+        if key not in meas:
+            mk = lambda s, c, q=q: dp.m.make_private_quantile(
+                dom, dp.symmetric_distance(), dp.max_divergence(), candidates=c, alpha=q,
+                scale=s)
+            # the privacy map does not depend on the candidates: calibrate on two
+            s = dp.binary_search_param(lambda s: mk(s, [lo, hi]), d_in=1, d_out=task["eps_each"])
+            meas[key] = mk(s, cands)
+            assert meas[key].map(1) <= task["eps_each"] * (1 + 1e-9)
+        row.append(float(meas[key](x)))
+    out["results"].append(sorted(row))
+json.dump(out, sys.stdout)
+""",
+    "tumult": r"""
+import json, sys
+from fractions import Fraction
+import numpy as np, pandas as pd
+from importlib.metadata import version
+from tmlt.core.domains.numpy_domains import NumpyFloatDomain
+from tmlt.core.domains.pandas_domains import PandasSeriesDomain
+from tmlt.core.measurements.pandas_measurements.series import NoisyQuantile
+from tmlt.core.measures import PureDP
+job = json.load(sys.stdin)
+lo, hi = job["bounds"]
+out = {"version": "tmlt.core " + version("tmlt.core"), "results": []}
+dom = PandasSeriesDomain(NumpyFloatDomain())
+cache = {}
+for task in job["tasks"]:
+    x = pd.Series(np.asarray(job["data"][task["data"]], float))
+    eps = Fraction(task["eps_each"]).limit_denominator(10**9)
+    if eps > Fraction(task["eps_each"]):
+        eps = Fraction(task["eps_each"]).limit_denominator(10**6) - Fraction(1, 10**6)
+    row = []
+    for q in task["qs"]:
+        if (q, eps) not in cache:
+            cache[(q, eps)] = NoisyQuantile(dom, PureDP(), q, lo, hi, str(eps))
+        row.append(float(cache[(q, eps)](x)))
+    out["results"].append(sorted(row))
+json.dump(out, sys.stdout)
+""",
+}
+
+
+def load_dataset(name: str) -> tuple[np.ndarray | None, tuple[float, float], str]:
+    """(pool of values or None for synthetic, public bounds, description)."""
+    if name == "normal":
+        return None, (-10.0, 10.0), "N(0, 1), a fresh sample per trial, bounds [−10, 10]"
+    if name == "goog":
+        import csv
+        from importlib.resources import files
+
+        with files("instancedp.data").joinpath("goog.csv").open() as f:
+            close = np.array([float(r["close"]) for r in csv.DictReader(f)])
+        return (
+            close,
+            (0.0, 1000.0),
+            (
+                f"instancedp's goog.csv closing prices ({close.size} days), bounds [0, 1000]; "
+                "n above the pool size resamples with replacement (ties)"
+            ),
+        )
+    if name == "elevation":
+        import matplotlib.cbook as cbook
+
+        dem = np.load(cbook.get_sample_data("jacksboro_fault_dem.npz", asfileobj=False))
+        pool = dem["elevation"].astype(np.float64).ravel()
+        return (
+            pool,
+            (0.0, 2000.0),
+            (
+                f"matplotlib's jacksboro_fault_dem elevations ({pool.size} integer cells, "
+                "heavy ties), bounds [0, 2000]; subsampled without replacement"
+            ),
+        )
+    raise ValueError(name)
+
+
+def draw_data(pool: np.ndarray | None, n: int, gen: np.random.Generator) -> np.ndarray:
+    if pool is None:
+        return gen.normal(0.0, 1.0, n)
+    return gen.choice(pool, n, replace=n > pool.size)
+
+
+def levels(m: int) -> list[float]:
+    return [j / (m + 1) for j in range(1, m + 1)]
+
+
+def score(x: np.ndarray, truth: np.ndarray, out: np.ndarray) -> tuple[float, float]:
+    xs = np.sort(x)
+    rank = np.abs(np.searchsorted(xs, out) - np.searchsorted(xs, truth))
+    return float(np.abs(out - truth).mean()), float(rank.mean())
+
+
+def run_peer(peer: str, job: dict) -> tuple[list | None, str]:
+    py = ENVS / peer / "bin" / "python"
+    if not py.exists():
+        return None, f"{peer}: no environment at .bench-envs/{peer} (run the accuracy benchmark)"
+    try:
+        proc = subprocess.run(
+            [str(py), "-c", PEER_CODE[peer]],
+            input=json.dumps(job),
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            env={**os.environ, "PYTHONPATH": ""},
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"{peer}: timed out"
+    if proc.returncode != 0:
+        return None, f"{peer}: failed: {proc.stderr.strip().splitlines()[-1:]}"
+    res = json.loads(proc.stdout)
+    return res["results"], res["version"]
+
+
+def time_joint(n: int = 100_000, m: int = 19, reps: int = 3) -> dict:
+    x = np.random.default_rng(7).normal(0, 1, n)
+    out = {"n": n, "m": m}
+    for eps in (0.5, 2.0):
+        mech = JointQuantiles(Quantiles(levels(m), -10.0, 10.0), eps)
+        secure = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            mech.release(x)  # OS randomness, exactly rounded points
+            secure.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        mech.sample(x, 10, simulation(1))
+        per_batch = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        state = mech._setup(mech.query.prepare(x).data)
+        fwd = time.perf_counter() - t0
+        out[str(eps)] = {
+            "secure_release_s": float(np.median(secure)),
+            "forward_s": fwd,
+            "draw_s": max(per_batch - fwd, 0.0) / 10,
+            "eta": state.eta,
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default="quantiles")
+    ap.add_argument("--trials", type=int, default=None, help="trials per cell (10; quick 2)")
+    ap.add_argument("--peer-max-n", type=int, default=None, help="skip the peers above this n")
+    ap.add_argument(
+        "--retime", action="store_true", help="only redo the joint timing; rewrite the report"
+    )
+    args = ap.parse_args(argv)
+    if args.retime:
+        res = json.loads((OUT / f"{args.out}.json").read_text())
+        res["timing"] = time_joint()
+        write(res, args.out)
+        return res
+    quick = args.quick
+    ns = [1000, 10_000] if quick else [1000, 10_000, 100_000]
+    datasets = ["normal", "goog"] if quick else ["normal", "goog", "elevation"]
+    trials = args.trials or (2 if quick else 10)
+    ms, epss = [3, 9, 19], [0.5, 2.0]
+    t_start = time.perf_counter()
+    rows, notes, versions = [], [], {}
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    for dname in datasets:
+        pool, bounds, desc = load_dataset(dname)
+        notes.append(f"{dname}: {desc}")
+        for n in ns:
+            gen = np.random.default_rng([n, len(dname)])
+            data = [draw_data(pool, n, gen) for _ in range(trials)]
+            peer_tasks = []
+            for eps in epss:
+                for m in ms:
+                    qs = levels(m)
+                    res: dict[str, list] = {}
+                    for rel in ("add_remove", "substitution"):
+                        query = Quantiles(qs, *bounds, neighbours=rel)
+                        mechs = {"recursive (KSS 2022)": RecursiveQuantiles(query, eps)}
+                        if rel == "add_remove":
+                            mechs["joint (GJK 2021)"] = JointQuantiles(query, eps)
+                            mechs["independent ε/m"] = IndependentQuantiles(query, eps)
+                        for label, mech in mechs.items():
+                            t0 = time.perf_counter()
+                            errs = []
+                            for k, x in enumerate(data):
+                                truth = query.value(x)
+                                out = mech.sample(x, 1, simulation([k, n, m]))[0]
+                                errs.append(score(x, truth, out))
+                            res[(label, rel)] = (errs, time.perf_counter() - t0)
+                    for (label, _rel), (errs, secs) in list(res.items()):
+                        if label != "recursive (KSS 2022)":  # same law under substitution
+                            res[(label, "substitution")] = (errs, secs)
+                    for k in range(trials):
+                        peer_tasks.append(
+                            {"data": k, "qs": qs, "eps_each": eps / m, "eps": eps, "m": m}
+                        )
+                    for (label, rel), (errs, secs) in res.items():
+                        a = np.array(errs)
+                        rows.append(
+                            {
+                                "dataset": dname,
+                                "n": n,
+                                "epsilon": eps,
+                                "m": m,
+                                "relation": rel,
+                                "method": label,
+                                "trials": trials,
+                                "mean_abs_error": float(a[:, 0].mean()),
+                                "median_abs_error": float(np.median(a[:, 0])),
+                                "mean_rank_error": float(a[:, 1].mean()),
+                                "seconds": secs,
+                            }
+                        )
+                    log(
+                        f"{dname} n={n} eps={eps} m={m} done "
+                        f"({time.perf_counter() - t_start:.0f} s)"
+                    )
+            job = {
+                "bounds": list(bounds),
+                "grid": 10_001,
+                "tasks": peer_tasks,
+                "data": [x.tolist() for x in data],
+            }
+            for peer in ("opendp", "tumult"):
+                if args.peer_max_n is not None and n > args.peer_max_n:
+                    info = f"{peer}: not run above n = {args.peer_max_n} (--peer-max-n, for time)"
+                    if info not in notes:
+                        notes.append(info)
+                    continue
+                t0 = time.perf_counter()
+                results, info = run_peer(peer, job)
+                if results is None:
+                    if info not in notes:
+                        notes.append(info)
+                    log(info)
+                    continue
+                versions[peer] = info
+                cells: dict[tuple, list] = {}
+                for task, out in zip(peer_tasks, results, strict=True):
+                    x = data[task["data"]]
+                    query = Quantiles(task["qs"], *bounds)
+                    cells.setdefault((task["eps"], task["m"]), []).append(
+                        score(x, query.value(x), np.array(out))
+                    )
+                for (eps, m), errs in cells.items():
+                    a = np.array(errs)
+                    rows.append(
+                        {
+                            "dataset": dname,
+                            "n": n,
+                            "epsilon": eps,
+                            "m": m,
+                            "relation": "add_remove",
+                            "method": f"{peer} ε/m",
+                            "trials": trials,
+                            "mean_abs_error": float(a[:, 0].mean()),
+                            "median_abs_error": float(np.median(a[:, 0])),
+                            "mean_rank_error": float(a[:, 1].mean()),
+                            "seconds": (time.perf_counter() - t0) / len(cells),
+                        }
+                    )
+                log(f"{peer} {dname} n={n} done ({time.perf_counter() - t_start:.0f} s)")
+    timing = time_joint()
+    result = {
+        "quick": quick,
+        "seconds": time.perf_counter() - t_start,
+        "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version()},
+        "notes": notes,
+        "peer_versions": versions,
+        "timing": timing,
+        "rows": rows,
+    }
+    write(result, args.out)
+    return result
+
+
+def _flags(res: dict) -> str:
+    trials = res["rows"][0]["trials"]
+    flags = " --quick" if res["quick"] else ""
+    if trials != (2 if res["quick"] else 10):
+        flags += f" --trials {trials}"
+    return flags
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3g}"
+
+
+def write(res: dict, name: str) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    rows = res["rows"]
+    (OUT / f"{name}.json").write_text(json.dumps(res, indent=1))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    t = res["timing"]
+    lines = [
+        "# Several quantiles at total ε",
+        "",
+        f"Generated by `benchmarks/quantiles.py{_flags(res)}` in "
+        f"{res['seconds']:.0f} s on a machine with {res['machine']['cpu_count']} cores "
+        f"({rows[0]['trials']} trials per cell, a fresh dataset per trial).  Levels j/(m+1), "
+        "j = 1 … m.  Cell = mean over trials of the mean over the m levels of "
+        "|release − empirical quantile| (median over trials in brackets).  Joint and "
+        "independent mechanisms have the same law under both relations; the recursive "
+        "algorithm spends ε/(2L) per mechanism under substitution (L = ⌈log2(m+1)⌉); "
+        "OpenDP and Tumult are add/remove mechanisms at ε/m each (OpenDP on a grid of "
+        "10 001 candidates between the bounds).",
+        "",
+        "Data:",
+        *[f"- {s}" for s in res["notes"]],
+        "",
+        "Peers: " + (", ".join(res["peer_versions"].values()) or "none run (see notes)") + ".",
+        "",
+        f"**Joint sampler time at n = {t['n']}, m = {t['m']}** (one secure release: forward "
+        "pass + exact draw, OS randomness, exactly rounded points; median of 3): "
+        + "; ".join(
+            f"ε = {e}: {t[e]['secure_release_s']:.2f} s (forward {t[e]['forward_s']:.2f} s, "
+            f"then {t[e]['draw_s'] * 1000:.0f} ms per further draw; margin η = {t[e]['eta']:.1e})"
+            for e in ("0.5", "2.0")
+        )
+        + ".",
+        "",
+        f"![mean error against m, add/remove]({name}.png)",
+        "",
+    ]
+    for rel in ("add_remove", "substitution"):
+        lines += [f"## {rel.replace('_', '/')} neighbours", ""]
+        cols = [m for m in methods if any(r["method"] == m and r["relation"] == rel for r in rows)]
+        lines.append("| data | n | ε | m | " + " | ".join(cols) + " | best |")
+        lines.append("|---" * (5 + len(cols)) + "|")
+        keys = dict.fromkeys((r["dataset"], r["n"], r["epsilon"], r["m"]) for r in rows)
+        for key in keys:
+            cell = {
+                r["method"]: r
+                for r in rows
+                if r["relation"] == rel and (r["dataset"], r["n"], r["epsilon"], r["m"]) == key
+            }
+            vals = [
+                f"{_fmt(cell[c]['mean_abs_error'])} ({_fmt(cell[c]['median_abs_error'])})"
+                if c in cell
+                else "–"
+                for c in cols
+            ]
+            best = min(cell, key=lambda c: cell[c]["mean_abs_error"])
+            lines.append(
+                f"| {key[0]} | {key[1]} | {key[2]:g} | {key[3]} | "
+                + " | ".join(vals)
+                + f" | {best} |"
+            )
+        lines.append("")
+    lines += ["## Mean rank error (data points between release and truth), add/remove", ""]
+    cols = [m for m in methods]
+    lines.append("| data | n | ε | m | " + " | ".join(cols) + " |")
+    lines.append("|---" * (4 + len(cols)) + "|")
+    for key in dict.fromkeys((r["dataset"], r["n"], r["epsilon"], r["m"]) for r in rows):
+        cell = {
+            r["method"]: r
+            for r in rows
+            if r["relation"] == "add_remove" and (r["dataset"], r["n"], r["epsilon"], r["m"]) == key
+        }
+        lines.append(
+            f"| {key[0]} | {key[1]} | {key[2]:g} | {key[3]} | "
+            + " | ".join(_fmt(cell[c]["mean_rank_error"]) if c in cell else "–" for c in cols)
+            + " |"
+        )
+    lines.append("")
+    (OUT / f"{name}.md").write_text("\n".join(lines))
+    plot(res, OUT / f"{name}.png")
+
+
+def plot(res: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in res["rows"] if r["relation"] == "add_remove"]
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    peer_ns = [
+        r["n"] for r in rows if r["method"].endswith("ε/m") and "independent" not in r["method"]
+    ]
+    n = max(peer_ns or [r["n"] for r in rows])  # the largest n the peers ran at
+    fig, axes = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 7), squeeze=False)
+    for i, eps in enumerate((0.5, 2.0)):
+        for j, d in enumerate(datasets):
+            ax = axes[i][j]
+            for method in dict.fromkeys(r["method"] for r in rows):
+                pts = sorted(
+                    (r["m"], r["mean_abs_error"])
+                    for r in rows
+                    if r["method"] == method
+                    and r["dataset"] == d
+                    and r["epsilon"] == eps
+                    and r["n"] == n
+                )
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), marker="o", label=method)
+            ax.set_yscale("log")
+            ax.set_title(f"{d}, n = {n}, ε = {eps:g} (add/remove)", fontsize=9)
+            ax.set_xlabel("m quantiles")
+            ax.set_ylabel("mean |error|")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
