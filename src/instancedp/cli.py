@@ -797,11 +797,54 @@ def ledger_show(
         print("  spent      " + ", ".join(f"{k}={s['exact'][k]}" for k in keys))
         print("  remaining  " + ", ".join(f"{k}={r['exact'][k]}" for k in keys))
         print(f"  releases   {row['releases']}")
+        print(f"  relation   {row['relation']}")
+        print(f"  composed   {row['composition']}")
+        for pr in row["principals"]:
+            spent = ", ".join(f"{k}={pr['spent']['exact'][k]}" for k in keys)
+            allow = pr["allowance"]
+            cap = (
+                " of allowance " + ", ".join(f"{k}={allow['exact'][k]}" for k in keys)
+                if allow
+                else ""
+            )
+            print(f"  by {pr['principal']}: {spent}{cap} ({pr['releases']} releases)")
     for h in hist or []:
         print(
-            f"  #{h['id']} {h['created_at']} {h['dataset_id']} {h['mechanism']} "
-            f"{h['guarantee']} {h['status']}"
+            f"  #{h['id']} {h['created_at']} {h['dataset_id']} {h['principal']} "
+            f"{h['mechanism']} {h['guarantee']} {h['status']}"
         )
+
+
+@ledger_app.command("verify")
+def ledger_verify(
+    path: Annotated[Path, typer.Argument(help="Ledger file.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Walk the whole hash chain: missing, edited or cut charges, totals, head, budgets."""
+    from .ledger import Ledger
+
+    with Ledger(path, create=False) as led:
+        report = led.verify()
+    if json_out:
+        print(
+            json.dumps(
+                {
+                    "path": str(path),
+                    "ok": report.ok,
+                    "charges": report.charges,
+                    "mode": report.mode,
+                    "problems": list(report.problems),
+                },
+                indent=2,
+            )
+        )
+    elif report.ok:
+        print(f"ledger {path}: ok ({report.charges} charges, chain {report.mode})")
+    else:
+        for problem in report.problems:
+            print(f"ledger {path}: {problem}", file=sys.stderr)
+    if not report.ok:
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 # -- entry point --------------------------------------------------------------------------

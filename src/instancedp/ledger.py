@@ -340,6 +340,7 @@ _SCHEMA = (
     "guarantee TEXT NOT NULL, mechanism TEXT NOT NULL, parameters TEXT NOT NULL, "
     "totals TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL)",
     "CREATE INDEX charges_ds ON charges(dataset_id, id)",
+    "CREATE INDEX charges_principal ON charges(dataset_id, principal, id)",
     # How a charged release ended: bookkeeping beside the chain (the charge is what counts).
     "CREATE TABLE outcomes (charge_id INTEGER PRIMARY KEY, status TEXT NOT NULL)",
     "CREATE TABLE head (one INTEGER PRIMARY KEY CHECK (one = 1), n INTEGER NOT NULL, "
@@ -615,19 +616,24 @@ class Ledger:
                 f"ledger {self.path} has schema version {schema} without its layout marker: "
                 f"this instancedp reads version {SCHEMA_VERSION} (refused, left untouched)"
             )
+        backup = f"{self.path}.v1-backup-{_dt.datetime.now(_dt.UTC):%Y%m%dT%H%M%S%f}"
+        fd = os.open(backup, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.close(fd)
+        src = sqlite3.connect(self.path, timeout=self.timeout)
+        bcon = sqlite3.connect(backup)
+        try:
+            src.backup(bcon)  # a consistent copy, taken before the migration's transaction
+        finally:
+            bcon.close()
+            src.close()
         con = self._connect(self.path)
         try:
             con.execute("BEGIN IMMEDIATE")
             try:
                 if con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
                     con.execute("ROLLBACK")  # another process migrated it meanwhile
+                    os.unlink(backup)
                     return
-                backup = f"{self.path}.v1-backup-{_dt.datetime.now(_dt.UTC):%Y%m%dT%H%M%S%f}"
-                fd = os.open(backup, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-                os.close(fd)
-                bcon = sqlite3.connect(backup)
-                con.backup(bcon)
-                bcon.close()
                 old_b = con.execute(
                     "SELECT dataset_id, kind, epsilon, delta, rho, created_at FROM budgets"
                 ).fetchall()
@@ -754,10 +760,19 @@ class Ledger:
                         "rewritten it); unset the key only if you trust this file"
                     )
                 self._check_head(con)
-                for ds, pr, last_id in con.execute(
-                    "SELECT dataset_id, principal, last_id FROM totals"
-                ).fetchall():
+                totals = {
+                    (ds, pr): last_id
+                    for ds, pr, last_id in con.execute(
+                        "SELECT dataset_id, principal, last_id FROM totals"
+                    ).fetchall()
+                }
+                for (ds, pr), last_id in totals.items():
                     self._check_total_row(con, ds, pr, last_id)
+                for (ds,) in con.execute("SELECT dataset_id FROM budgets").fetchall():
+                    if (ds, "") not in totals and con.execute(
+                        "SELECT 1 FROM charges WHERE dataset_id=? LIMIT 1", (ds,)
+                    ).fetchone():
+                        raise self._damaged(f"dataset '{ds}' has charges but no running total")
                 for row in con.execute(
                     "SELECT dataset_id, kind, epsilon, delta, rho, mu2, relation, created_at, sig "
                     "FROM budgets"
@@ -794,6 +809,17 @@ class Ledger:
         row = con.execute(f"SELECT {_CHARGE_COLS} FROM charges WHERE id=?", (last_id,)).fetchone()
         if row is None or row[1] != ds or (pr and row[2] != pr):
             raise self._damaged(f"the running total of '{ds}' points to a missing charge")
+        # The total must come from the dataset's (principal's) latest charge, not an older one.
+        if pr:
+            newest = con.execute(
+                "SELECT max(id) FROM charges WHERE dataset_id=? AND principal=?", (ds, pr)
+            ).fetchone()[0]
+        else:
+            newest = con.execute(
+                "SELECT max(id) FROM charges WHERE dataset_id=?", (ds,)
+            ).fetchone()[0]
+        if newest != last_id:
+            raise self._damaged(f"the running total of '{ds}' is older than its last charge")
         if self._row_hash(row[:-1]) != row[-1]:
             raise self._damaged(f"charge #{last_id} was edited")
         recorded = json.loads(row[12])["principal" if pr else "dataset"]

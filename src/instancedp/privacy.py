@@ -240,9 +240,12 @@ def compose_parts(
     if not parts:
         raise ParameterError("parts must be a non-empty list", parameter="parts")
     d = _validate.delta(delta, allow_zero=False)
+    from collections import Counter
+
     total = None
-    for g in parts:
+    for g, k in Counter(parts).items():  # identical parts compose by self-composition (FFT)
         e = _pld_event(g, value_discretization)
+        e = e.self_compose(k) if k > 1 else e
         total = e if total is None else total.compose(e)
     return ApproxDP(float(total.get_epsilon_for_delta(d)), d)
 
