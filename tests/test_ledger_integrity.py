@@ -390,3 +390,48 @@ def test_gaussian_budget_sums_mu_squared_and_matches_the_pld(tmp_path):
     pld = compose_parts([GaussianDP(mu)] * 100, 1e-6).epsilon
     # dp-accounting's discretised PLD is an upper bound on the exact composition.
     assert eps <= pld <= eps * (1 + 1e-3)
+
+
+def test_session_records_principal_and_relation(tmp_path):
+    from instancedp.mechanisms import LaplaceMechanism
+    from instancedp.queries.counts import Sum
+    from instancedp.random import simulation
+    from instancedp.session import Session
+
+    path = tmp_path / "l.db"
+    with Session(
+        [1.0, 2.0], PureDP(1.0), ledger=path, principal="carol", relation="substitution"
+    ) as s:
+        s.release(LaplaceMechanism(Sum(0, 10), 0.25), rng=simulation(0))
+        assert s.ledger.relation("default") == "substitution"
+        assert s.history()[0]["principal"] == "carol"
+    with pytest.raises(LedgerError, match="neighbour relation"):
+        Session([1.0], None, ledger=path, relation="add_remove")
+
+
+def _main(argv):
+    from instancedp.cli import main
+
+    try:
+        main(argv)
+    except SystemExit as e:
+        return e.code or 0
+    return 0
+
+
+def test_cli_verify_and_damaged_ledger_exit_2(tmp_path, capsys):
+    p = tmp_path / "l.db"
+    data = _ledger(p)
+    assert _main(["ledger", "verify", str(p)]) == 0
+    assert "ok (9 charges" in capsys.readouterr().out
+    assert _main(["ledger", "show", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "(9 releases)" in out and "relation   add_remove" in out
+    _sql(p, "DELETE FROM charges WHERE id = 5")
+    assert _main(["ledger", "verify", str(p)]) == 2
+    assert "charges #5..#5 are missing" in capsys.readouterr().err
+    p.write_bytes(data[:-1])
+    for argv in (["ledger", "show", str(p)], ["ledger", "verify", str(p)]):
+        assert _main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "truncated" in err

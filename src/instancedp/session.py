@@ -89,6 +89,12 @@ class Session:
         its budget.
     drop_missing:
         Drop NULL/NaN values instead of refusing them.
+    principal:
+        Who charges (recorded with each charge, checked against an allowance
+        the ledger holds for it); default the OS user.
+    relation:
+        The neighbour relation the dataset's budget is spent under, recorded
+        when the dataset is created; None uses the recorded one.
     """
 
     def __init__(
@@ -99,16 +105,21 @@ class Session:
         dataset_id: str | None = None,
         *,
         drop_missing: bool = False,
+        principal: str | None = None,
+        relation: str | None = None,
     ) -> None:
         self._data = data
         self.dataset_id = "default" if dataset_id is None else dataset_id
         self.drop_missing = bool(drop_missing)
+        self.principal = principal
         if isinstance(ledger, Ledger):
             self.ledger = ledger
         else:
             # Without a budget there is nothing to create: a missing ledger is an error.
-            self.ledger = Ledger(ledger or ":memory:", create=budget is not None)
-        self._budget = self.ledger.ensure_budget(self.dataset_id, budget)
+            self.ledger = Ledger(
+                ledger or ":memory:", create=budget is not None, principal=principal
+            )
+        self._budget = self.ledger.ensure_budget(self.dataset_id, budget, relation=relation)
         self._cache: dict[Any, Any] = {}
 
     # -- budget ---------------------------------------------------------------
@@ -208,6 +219,7 @@ class Session:
             mechanism=getattr(mechanism, "name", type(mechanism).__name__),
             parameters=params,
             convert_delta=convert_delta,
+            principal=self.principal,
         )
         # The charge is committed: from here on, any failure leaves it in place
         # (an interrupted release can only over-count).
