@@ -792,13 +792,11 @@ def ledger_show(
     for row in summary:
         b, s, r = row["budget"], row["spent"], row["remaining"]
         keys = [k for k in b["exact"]]
-        print(f"dataset '{row['dataset_id']}' ({b['type']}):")
+        print(f"dataset '{row['dataset_id']}' ({b['type']} budget, {row['relation']} neighbours):")
         print("  budget     " + ", ".join(f"{k}={b['exact'][k]}" for k in keys))
         print("  spent      " + ", ".join(f"{k}={s['exact'][k]}" for k in keys))
         print("  remaining  " + ", ".join(f"{k}={r['exact'][k]}" for k in keys))
         print(f"  releases   {row['releases']}")
-        print(f"  relation   {row['relation']}")
-        print(f"  composed   {row['composition']}")
         for pr in row["principals"]:
             spent = ", ".join(f"{k}={pr['spent']['exact'][k]}" for k in keys)
             allow = pr["allowance"]
@@ -808,6 +806,7 @@ def ledger_show(
                 else ""
             )
             print(f"  by {pr['principal']}: {spent}{cap} ({pr['releases']} releases)")
+        print(f"  composed   {row['composition']}")
     for h in hist or []:
         print(
             f"  #{h['id']} {h['created_at']} {h['dataset_id']} {h['principal']} "

@@ -56,6 +56,7 @@ import os
 import secrets
 import sqlite3
 import threading
+import time as _time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
@@ -406,33 +407,42 @@ def _sql_cause(exc: BaseException, timeout: float) -> str:
 def _read_header(path: str) -> tuple[int, int]:
     """Constant-time file checks before SQLite touches the file: size, magic, and the
     page count in the header against the file size.  Returns (application_id, user_version)."""
-    size = os.path.getsize(path)
-    if size == 0:
-        raise LedgerError(
-            f"ledger {path} is an empty file, not a ledger (an existing file is never taken "
-            "as a new ledger): restore it from a backup, or remove it and run "
-            "`instancedp ledger init`"
-        )
-    with open(path, "rb") as f:
-        hdr = f.read(100)
-    if len(hdr) < 100 or hdr[:16] != _SQLITE_MAGIC:
-        raise LedgerError(
-            f"ledger {path} is not a readable instancedp ledger (not an SQLite database, or "
-            "its header is damaged): pass a ledger made by `instancedp ledger init`, or a new path"
-        )
-    page = int.from_bytes(hdr[16:18], "big")
-    page = 65536 if page == 1 else page
-    wal = path + "-wal"
-    wal_live = os.path.exists(wal) and os.path.getsize(wal) > 0
-    if not wal_live:  # a live WAL may hold pages the main file has not received yet
+    for attempt in range(20):
+        st = os.stat(path)
+        size = st.st_size
+        if size == 0:
+            raise LedgerError(
+                f"ledger {path} is an empty file, not a ledger (an existing file is never taken "
+                "as a new ledger): restore it from a backup, or remove it and run "
+                "`instancedp ledger init`"
+            )
+        with open(path, "rb") as f:
+            hdr = f.read(100)
+        if len(hdr) < 100 or hdr[:16] != _SQLITE_MAGIC:
+            raise LedgerError(
+                f"ledger {path} is not a readable instancedp ledger (not an SQLite database, or "
+                "its header is damaged): pass a ledger made by `instancedp ledger init`, or a "
+                "new path"
+            )
+        page = int.from_bytes(hdr[16:18], "big")
+        page = 65536 if page == 1 else page
         npages = int.from_bytes(hdr[28:32], "big")
+        wal = path + "-wal"
+        if os.path.exists(wal) and os.path.getsize(wal) > 0:
+            break  # a live WAL may hold pages the main file has not received yet
         header_valid = hdr[24:28] == hdr[92:96] and npages > 0
-        if (header_valid and size != npages * page) or size % page:
+        if not ((header_valid and size != npages * page) or size % page):
+            break
+        # A process closing its connection may be copying its WAL into the file right now
+        # (size and header read mid-way): a file written in the last seconds gets a few
+        # re-reads; a damaged file stays damaged.
+        if attempt == 19 or _time.time() - st.st_mtime > 5:
             raise LedgerError(
                 f"ledger {path} is truncated or damaged: its header records "
                 f"{npages * page} bytes but the file has {size} (it is refused, never "
                 "treated as new): restore it from a backup"
             )
+        _time.sleep(0.01)
     return int.from_bytes(hdr[68:72], "big"), int.from_bytes(hdr[60:64], "big")
 
 
@@ -475,6 +485,10 @@ class Ledger:
         key_file: str | Path | None = None,
     ) -> None:
         self.path = str(path)
+        if self.path.startswith(("postgresql://", "postgres://")):
+            raise LedgerError(
+                "a PostgreSQL ledger is not supported by this version: pass an SQLite file path"
+            )  # the URL (and any password in it) is not repeated
         self.timeout = float(timeout)
         self.principal = _default_principal() if principal is None else _check_principal(principal)
         self._key = _load_key(key, key_file)
