@@ -437,9 +437,3 @@ def test_cli_verify_and_damaged_ledger_exit_2(tmp_path, capsys):
         assert _main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "truncated" in err
-
-
-def test_a_postgresql_url_is_refused_without_echoing_the_password():
-    with pytest.raises(LedgerError) as err:
-        Ledger("postgresql://alice:s3cret@db.example/ledger")
-    assert "s3cret" not in str(err.value) and "PostgreSQL" in str(err.value)

@@ -36,7 +36,9 @@ EXIT_BUDGET = 3
 
 # Options shared by `release` and `release-graph` (and `--json` everywhere).
 PtrBoundOpt = Annotated[float | None, typer.Option(help="Proposed LS bound for ptr.")]
-LedgerOpt = Annotated[Path | None, typer.Option(help="SQLite budget ledger file.")]
+LedgerOpt = Annotated[
+    str | None, typer.Option(help="Budget ledger: an SQLite file or a postgresql:// URL.")
+]
 BudgetEpsilonOpt = Annotated[float | None, typer.Option(help="Total ε (first use).")]
 BudgetDeltaOpt = Annotated[float | None, typer.Option(help="Total δ (first use).")]
 BudgetRhoOpt = Annotated[float | None, typer.Option(help="Total zCDP ρ (first use).")]
@@ -110,7 +112,7 @@ def _release_with_session(
     data: Any,
     *,
     budget: Any,
-    ledger: Path | None,
+    ledger: str | None,
     dataset_id: str,
     seed: int | None,
     as_json: bool,
@@ -138,7 +140,7 @@ def _release_with_session(
         _warn_seeded()
     out = release.to_dict()
     out["remaining"] = remaining.as_dict() if remaining is not None else None
-    out["ledger"] = str(ledger) if ledger is not None else None
+    out["ledger"] = _ledger_label(ledger) if ledger is not None else None
     out["dataset_id"] = dataset_id if ledger is not None else None
     if as_json:
         print(json.dumps(out, indent=2, default=str))
@@ -150,7 +152,7 @@ def _release_with_session(
     if remaining is not None:
         print(
             f"remaining   {remaining.describe()} of {total.describe()} "
-            f"(ledger {ledger}, dataset '{dataset_id}')"
+            f"(ledger {_ledger_label(ledger)}, dataset '{dataset_id}')"
         )
     else:
         print("remaining   (no ledger: pass --ledger PATH --budget-epsilon E to track a budget)")
@@ -749,9 +751,22 @@ def reproduce(
 
 
 # -- ledger ------------------------------------------------------------------------------
+def _ledger_label(ledger: Any) -> str:
+    """A ledger's name for output: a URL without its password."""
+    text = str(ledger)
+    if "://" not in text:
+        return text
+    from urllib.parse import urlsplit, urlunsplit
+
+    u = urlsplit(text)
+    host = u.hostname or ""
+    netloc = (f"{u.username}@" if u.username else "") + host + (f":{u.port}" if u.port else "")
+    return urlunsplit((u.scheme, netloc, u.path, "", ""))
+
+
 @ledger_app.command("init")
 def ledger_init(
-    path: Annotated[Path, typer.Argument(help="Ledger file to create.")],
+    path: Annotated[str, typer.Argument(help="Ledger file (or postgresql:// URL) to create.")],
     epsilon: Annotated[float | None, typer.Option(help="Total ε.")] = None,
     delta: Annotated[float | None, typer.Option(help="Total δ (default 0: pure DP).")] = None,
     rho: Annotated[float | None, typer.Option(help="Total zCDP ρ instead of ε, δ.")] = None,
@@ -763,18 +778,19 @@ def ledger_init(
     budget = _budget_from_flags(epsilon, delta, rho)
     if budget is None:
         raise CLIError("ledger init needs a budget: pass --epsilon E [--delta D] or --rho R")
-    with Ledger(path) as led:
+    kwargs = {"init": True} if "://" in path else {}
+    with Ledger(path, **kwargs) as led:
         amount = led.ensure_budget(dataset_id, budget)
         remaining = led.remaining(dataset_id)
     print(
-        f"ledger {path}: dataset '{dataset_id}' budget {amount.describe()}, "
+        f"ledger {_ledger_label(path)}: dataset '{dataset_id}' budget {amount.describe()}, "
         f"remaining {remaining.describe()}"
     )
 
 
 @ledger_app.command("show")
 def ledger_show(
-    path: Annotated[Path, typer.Argument(help="Ledger file.")],
+    path: Annotated[str, typer.Argument(help="Ledger file or postgresql:// URL.")],
     history: Annotated[bool, typer.Option(help="List every charge.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -788,7 +804,7 @@ def ledger_show(
         print(json.dumps({"datasets": summary, "history": hist}, indent=2))
         return
     if not summary:
-        print(f"ledger {path}: no budgets yet")
+        print(f"ledger {_ledger_label(path)}: no budgets yet")
     for row in summary:
         b, s, r = row["budget"], row["spent"], row["remaining"]
         keys = [k for k in b["exact"]]
@@ -816,7 +832,7 @@ def ledger_show(
 
 @ledger_app.command("verify")
 def ledger_verify(
-    path: Annotated[Path, typer.Argument(help="Ledger file.")],
+    path: Annotated[str, typer.Argument(help="Ledger file or postgresql:// URL.")],
     json_out: JsonOpt = False,
 ) -> None:
     """Walk the whole hash chain: missing, edited or cut charges, totals, head, budgets."""
@@ -828,7 +844,7 @@ def ledger_verify(
         print(
             json.dumps(
                 {
-                    "path": str(path),
+                    "path": _ledger_label(path),
                     "ok": report.ok,
                     "charges": report.charges,
                     "mode": report.mode,
@@ -838,10 +854,10 @@ def ledger_verify(
             )
         )
     elif report.ok:
-        print(f"ledger {path}: ok ({report.charges} charges, chain {report.mode})")
+        print(f"ledger {_ledger_label(path)}: ok ({report.charges} charges, chain {report.mode})")
     else:
         for problem in report.problems:
-            print(f"ledger {path}: {problem}", file=sys.stderr)
+            print(f"ledger {_ledger_label(path)}: {problem}", file=sys.stderr)
     if not report.ok:
         raise typer.Exit(EXIT_BAD_INPUT)
 

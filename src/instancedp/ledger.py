@@ -474,6 +474,14 @@ class Ledger:
     threads: its calls are serialised by a lock.
     """
 
+    def __new__(cls, path: str | Path, **kwargs: Any) -> Any:
+        # A postgresql:// URL is the shared server ledger (same API, same semantics).
+        if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
+            from .ledger_pg import PostgresLedger
+
+            return PostgresLedger(path, **kwargs)
+        return super().__new__(cls)
+
     def __init__(
         self,
         path: str | Path,
@@ -485,10 +493,6 @@ class Ledger:
         key_file: str | Path | None = None,
     ) -> None:
         self.path = str(path)
-        if self.path.startswith(("postgresql://", "postgres://")):
-            raise LedgerError(
-                "a PostgreSQL ledger is not supported by this version: pass an SQLite file path"
-            )  # the URL (and any password in it) is not repeated
         self.timeout = float(timeout)
         self.principal = _default_principal() if principal is None else _check_principal(principal)
         self._key = _load_key(key, key_file)
