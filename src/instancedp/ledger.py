@@ -246,8 +246,8 @@ def charge_amount(budget_kind: str, guarantee: Guarantee, convert_delta: Any = N
             return Amount("pure", epsilon=_dec(guarantee.epsilon))
         raise CompositionError(
             f"a {guarantee.describe()} release cannot be charged to a pure epsilon-DP budget "
-            "(it does not imply pure DP): use a pure mechanism, or a ledger with an "
-            "(epsilon, delta) or a zCDP budget"
+            "(it does not imply pure DP): use a pure mechanism, or a ledger with a delta "
+            "(--budget-delta) or a zCDP budget (--budget-rho)"
         )
     if budget_kind == "approx":
         if is_pure:
@@ -258,8 +258,8 @@ def charge_amount(budget_kind: str, guarantee: Guarantee, convert_delta: Any = N
             if convert_delta is None:
                 raise CompositionError(
                     f"a {guarantee.describe()} release needs a conversion delta to be charged to "
-                    "an (epsilon, delta) budget: pass convert_delta (a number in (0, 1)), or "
-                    "use a zCDP budget"
+                    "an (epsilon, delta) budget: pass convert_delta (CLI: --zcdp-delta D, a "
+                    "number in (0, 1)), or use a zCDP budget (--budget-rho)"
                 )
             from . import _validate
 
