@@ -34,6 +34,11 @@ def pg(postgres_url):
             "(principal IN ('', session_user))"
         )
         con.execute("GRANT SELECT ON instancedp_totals TO alice, bob")
+        con.execute("ALTER TABLE instancedp_charges ENABLE ROW LEVEL SECURITY")
+        con.execute(
+            "CREATE POLICY own ON instancedp_charges FOR SELECT USING (principal = session_user)"
+        )
+        con.execute("GRANT SELECT ON instancedp_charges TO alice, bob")
         led.ensure_budget("d", PureDP(1.0))
         led.set_allowance("d", "alice", PureDP(0.25))
     return postgres_url
@@ -134,3 +139,18 @@ def test_cli_init_and_labels_hide_the_password(postgres_url, capsys):
         assert not e.code
     out = capsys.readouterr().out
     assert "dataset 'cli' budget epsilon=2" in out
+
+
+def test_session_releases_against_a_postgresql_url(pg):
+    from instancedp.mechanisms import LaplaceMechanism
+    from instancedp.queries.counts import Sum
+    from instancedp.random import simulation
+    from instancedp.session import Session
+
+    url = _as(pg, "bob")
+    with Session([1.0, 2.0], None, ledger=url, dataset_id="d") as s:
+        before = s.spent.epsilon
+        s.release(LaplaceMechanism(Sum(0, 10), 0.125), rng=simulation(0))
+        assert s.spent.epsilon == before + Decimal("0.125")
+        assert s.history()[-1]["principal"] == "bob"
+        assert "hunter" not in repr(s) and "postgres@" not in repr(s)
