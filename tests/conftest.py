@@ -10,3 +10,89 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile("ci")
+
+# -- a throwaway PostgreSQL server (initdb + postgres as the `postgres` system user) ----------
+import contextlib  # noqa: E402
+import glob  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def _pg_bindir() -> str | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return os.path.dirname(found[-1]) if found else None
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """``postgresql://postgres@127.0.0.1:PORT/postgres`` of a server started for the run.
+
+    CI runs as root and initdb refuses root, so the server runs as ``postgres`` in a
+    temporary directory it owns, with its socket inside that directory."""
+    bindir = _pg_bindir()
+    if bindir is None or shutil.which("runuser") is None:
+        pytest.skip("PostgreSQL binaries not installed (.ci/run installs them)")
+    as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    d = tempfile.mkdtemp(prefix="instancedp-pg-")
+    if os.geteuid() == 0:
+        shutil.chown(d, "postgres", "postgres")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run(
+        [
+            *as_pg,
+            f"{bindir}/initdb",
+            "-D",
+            f"{d}/data",
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "--no-sync",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    proc = subprocess.Popen(
+        [
+            *as_pg,
+            f"{bindir}/postgres",
+            "-D",
+            f"{d}/data",
+            "-k",
+            d,
+            "-p",
+            str(port),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "fsync=off",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    try:
+        import psycopg
+
+        for _ in range(300):
+            try:
+                psycopg.connect(url, connect_timeout=1).close()
+                break
+            except psycopg.OperationalError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("the test PostgreSQL server did not start")
+        yield url
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(20)
+        shutil.rmtree(d, ignore_errors=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 import subprocess
 import sys
 
@@ -25,11 +24,10 @@ def test_demo_runs_end_to_end(tmp_path):
     m = re.search(r"released median close: ([0-9.]+) dollars", r.stdout)
     assert m and 0 < float(m.group(1)) < 1000
     assert re.search(r"released triangle count: -?[0-9.]+", r.stdout)
-    con = sqlite3.connect(out / "ledger.db")
-    try:
-        got = con.execute("SELECT dataset_id, status FROM charges ORDER BY id").fetchall()
-    finally:
-        con.close()
+    from instancedp.ledger import Ledger
+
+    with Ledger(out / "ledger.db", create=False) as led:
+        got = [(h["dataset_id"], h["status"]) for h in led.history()]
     assert got == [("goog", "released"), ("karate", "released")]
     assert "remaining for 'goog': epsilon=1 of epsilon=3" in r.stdout
     assert "mechanism: smooth_sensitivity" in r.stdout

@@ -149,3 +149,50 @@ def test_sigkill_mid_release_only_over_counts(tmp_path):
     # least those three charges were never marked — the over-count.
     assert statuses.count("charged") >= len(victims)
     assert statuses.count("released") >= returned
+
+
+def _principal_worker(path, principal, out_path):
+    from instancedp.ledger import Ledger as _Ledger
+
+    with _Ledger(path, create=False, principal=principal) as led:
+        fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        for _ in range(10):
+            try:
+                led.charge("d", PureDP(0.0625))
+            except BudgetExceeded:
+                os.write(fd, b"r\n")
+            else:
+                os.write(fd, b"v\n")
+        os.close(fd)
+
+
+def test_allowances_hold_under_eight_processes(tmp_path):
+    # Four principals, allowance 0.5 each (8 releases of 2⁻⁴), dataset total 1.75
+    # (28 releases): the total binds before the sum of the allowances (32).
+    path = str(tmp_path / "ledger.db")
+    with Ledger(path) as led:
+        led.ensure_budget("d", PureDP(1.75))
+        for i in range(4):
+            led.set_allowance("d", f"p{i}", PureDP(0.5))
+    ctx = mp.get_context("fork")
+    procs = [
+        ctx.Process(target=_principal_worker, args=(path, f"p{w % 4}", str(tmp_path / f"w{w}.out")))
+        for w in range(WORKERS)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    per = {f"p{i}": 0 for i in range(4)}
+    for w in range(WORKERS):
+        per[f"p{w % 4}"] += _lines(tmp_path, w).count("v")
+    assert sum(per.values()) == 28
+    assert all(v <= 8 for v in per.values())
+    with Ledger(path, create=False) as led:
+        assert led.spent("d").epsilon == Decimal("1.75")
+        spent = {
+            r["principal"]: Decimal(r["spent"]["exact"]["epsilon"]) for r in led.principals("d")
+        }
+        assert spent == {k: Decimal("0.0625") * v for k, v in per.items() if v}
+        assert led.verify().ok

@@ -59,7 +59,9 @@ EXIT_BUDGET = 3
 
 # Options shared by `release` and `release-graph` (and `--json` everywhere).
 PtrBoundOpt = Annotated[float | None, typer.Option(help="Proposed LS bound for ptr.")]
-LedgerOpt = Annotated[Path | None, typer.Option(help="SQLite budget ledger file.")]
+LedgerOpt = Annotated[
+    str | None, typer.Option(help="Budget ledger: an SQLite file or a postgresql:// URL.")
+]
 BudgetEpsilonOpt = Annotated[float | None, typer.Option(help="Total ε (first use).")]
 BudgetDeltaOpt = Annotated[float | None, typer.Option(help="Total δ (first use).")]
 BudgetRhoOpt = Annotated[float | None, typer.Option(help="Total zCDP ρ (first use).")]
@@ -134,7 +136,7 @@ def _run_release(
     *,
     guarantee: Any,
     budget: Any,
-    ledger: Path | None,
+    ledger: str | None,
     dataset_id: str,
     seed: int | None,
     as_json: bool,
@@ -183,7 +185,7 @@ def _release_and_print(
         _warn_seeded()
     out = release.to_dict()
     out["remaining"] = remaining.as_dict() if remaining is not None else None
-    out["ledger"] = str(ledger) if ledger is not None else None
+    out["ledger"] = _ledger_label(ledger) if ledger is not None else None
     out["dataset_id"] = dataset_id if ledger is not None else None
     if as_json:
         print(json.dumps(out, indent=2, default=str))
@@ -195,7 +197,7 @@ def _release_and_print(
     if remaining is not None:
         print(
             f"remaining   {remaining.describe()} of {total.describe()} "
-            f"(ledger {ledger}, dataset '{dataset_id}')"
+            f"(ledger {_ledger_label(ledger)}, dataset '{dataset_id}')"
         )
     else:
         print("remaining   (no ledger: pass --ledger PATH --budget-epsilon E to track a budget)")
@@ -886,9 +888,22 @@ def reproduce(
 
 
 # -- ledger ------------------------------------------------------------------------------
+def _ledger_label(ledger: Any) -> str:
+    """A ledger's name for output: a URL without its password."""
+    text = str(ledger)
+    if "://" not in text:
+        return text
+    from urllib.parse import urlsplit, urlunsplit
+
+    u = urlsplit(text)
+    host = u.hostname or ""
+    netloc = (f"{u.username}@" if u.username else "") + host + (f":{u.port}" if u.port else "")
+    return urlunsplit((u.scheme, netloc, u.path, "", ""))
+
+
 @ledger_app.command("init")
 def ledger_init(
-    path: Annotated[Path, typer.Argument(help="Ledger file to create.")],
+    path: Annotated[str, typer.Argument(help="Ledger file (or postgresql:// URL) to create.")],
     epsilon: Annotated[float | None, typer.Option(help="Total ε.")] = None,
     delta: Annotated[float | None, typer.Option(help="Total δ (default 0: pure DP).")] = None,
     rho: Annotated[float | None, typer.Option(help="Total zCDP ρ instead of ε, δ.")] = None,
@@ -900,18 +915,19 @@ def ledger_init(
     budget = _budget_from_flags(epsilon, delta, rho)
     if budget is None:
         raise CLIError("ledger init needs a budget: pass --epsilon E [--delta D] or --rho R")
-    with Ledger(path) as led:
+    kwargs = {"init": True} if "://" in path else {}
+    with Ledger(path, **kwargs) as led:
         amount = led.ensure_budget(dataset_id, budget)
         remaining = led.remaining(dataset_id)
     print(
-        f"ledger {path}: dataset '{dataset_id}' budget {amount.describe()}, "
+        f"ledger {_ledger_label(path)}: dataset '{dataset_id}' budget {amount.describe()}, "
         f"remaining {remaining.describe()}"
     )
 
 
 @ledger_app.command("show")
 def ledger_show(
-    path: Annotated[Path, typer.Argument(help="Ledger file.")],
+    path: Annotated[str, typer.Argument(help="Ledger file or postgresql:// URL.")],
     history: Annotated[bool, typer.Option(help="List every charge.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -925,20 +941,62 @@ def ledger_show(
         print(json.dumps({"datasets": summary, "history": hist}, indent=2))
         return
     if not summary:
-        print(f"ledger {path}: no budgets yet")
+        print(f"ledger {_ledger_label(path)}: no budgets yet")
     for row in summary:
         b, s, r = row["budget"], row["spent"], row["remaining"]
         keys = [k for k in b["exact"]]
-        print(f"dataset '{row['dataset_id']}' ({b['type']}):")
+        print(f"dataset '{row['dataset_id']}' ({b['type']} budget, {row['relation']} neighbours):")
         print("  budget     " + ", ".join(f"{k}={b['exact'][k]}" for k in keys))
         print("  spent      " + ", ".join(f"{k}={s['exact'][k]}" for k in keys))
         print("  remaining  " + ", ".join(f"{k}={r['exact'][k]}" for k in keys))
         print(f"  releases   {row['releases']}")
+        for pr in row["principals"]:
+            spent = ", ".join(f"{k}={pr['spent']['exact'][k]}" for k in keys)
+            allow = pr["allowance"]
+            cap = (
+                " of allowance " + ", ".join(f"{k}={allow['exact'][k]}" for k in keys)
+                if allow
+                else ""
+            )
+            print(f"  by {pr['principal']}: {spent}{cap} ({pr['releases']} releases)")
+        print(f"  composed   {row['composition']}")
     for h in hist or []:
         print(
-            f"  #{h['id']} {h['created_at']} {h['dataset_id']} {h['mechanism']} "
-            f"{h['guarantee']} {h['status']}"
+            f"  #{h['id']} {h['created_at']} {h['dataset_id']} {h['principal']} "
+            f"{h['mechanism']} {h['guarantee']} {h['status']}"
         )
+
+
+@ledger_app.command("verify")
+def ledger_verify(
+    path: Annotated[str, typer.Argument(help="Ledger file or postgresql:// URL.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Walk the whole hash chain: missing, edited or cut charges, totals, head, budgets."""
+    from .ledger import Ledger
+
+    with Ledger(path, create=False) as led:
+        report = led.verify()
+    if json_out:
+        print(
+            json.dumps(
+                {
+                    "path": _ledger_label(path),
+                    "ok": report.ok,
+                    "charges": report.charges,
+                    "mode": report.mode,
+                    "problems": list(report.problems),
+                },
+                indent=2,
+            )
+        )
+    elif report.ok:
+        print(f"ledger {_ledger_label(path)}: ok ({report.charges} charges, chain {report.mode})")
+    else:
+        for problem in report.problems:
+            print(f"ledger {_ledger_label(path)}: {problem}", file=sys.stderr)
+    if not report.ok:
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 # -- entry point --------------------------------------------------------------------------

@@ -23,8 +23,18 @@ Composition (what a budget of each type accepts):
   :func:`instancedp.privacy.zcdp_to_epsilon`, rounded up); without one it is
   refused.
 - **ρ zCDP budget** — zCDP releases add ρ (Bun & Steinke 2016 Lemma 2.3); a
-  pure ε-DP release counts as ρ = ε²/2 (ibid. Prop. 1.4).  An (ε, δ > 0)
-  release is refused: it implies no zCDP bound.
+  pure ε-DP release counts as ρ = ε²/2 (ibid. Prop. 1.4), a μ-GDP release as
+  ρ = μ²/2.  An (ε, δ > 0) release is refused: it implies no zCDP bound.
+- **μ Gaussian-DP budget** — μ-GDP releases add μ² (Dong, Roth & Su 2022
+  Cor. 3.3; a valid filter by Smith & Thakurta 2022); a pure ε-DP release
+  counts as μ = −2Φ⁻¹(1/(1+e^ε)).  For Gaussian releases this is the exact
+  composition, so the total's (ε, δ) is the privacy-loss-distribution figure
+  (:func:`instancedp.privacy.compose_parts` gives the cross-check).  Pick the
+  μ budget of an (ε, δ) target with :func:`instancedp.privacy.gdp_mu_for`.
+
+The conversions live in :mod:`instancedp.privacy`; this module only adds up
+exact decimals and stores them.  See docs/ledger.md for the storage format,
+the integrity checks and what each mode detects.
 
 Because each charge is fixed before its release runs, these sums are valid
 *privacy filters* even when later parameters depend on earlier outputs:
@@ -35,18 +45,35 @@ order α).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import getpass
+import hashlib
+import hmac
 import json
 import math
+import os
+import secrets
 import sqlite3
-from collections.abc import Mapping
+import threading
+import time as _time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from pathlib import Path
 from typing import Any
 
-from .errors import BudgetExceeded, CompositionError, LedgerError
-from .privacy import ZCDP, ApproxDP, Guarantee, PureDP, zcdp_to_epsilon
+from .errors import BudgetExceeded, CompositionError, LedgerError, ParameterError
+from .privacy import (
+    ZCDP,
+    ApproxDP,
+    GaussianDP,
+    Guarantee,
+    PureDP,
+    gdp_to_epsilon,
+    pure_to_gdp_mu,
+    zcdp_to_epsilon,
+)
 
 __all__ = [
     "Amount",
@@ -54,11 +81,13 @@ __all__ = [
     "CompositionError",
     "Ledger",
     "LedgerError",
+    "RELATIONS",
+    "VerifyReport",
     "amount_of",
     "charge_amount",
 ]
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = 2
 _APP = "instancedp-ledger"
 _PREC = 60  # decimal digits: ε² of a 17-digit repr is exact at 34
 
@@ -76,14 +105,16 @@ def _dec(x: Any) -> Decimal:
 class Amount:
     """A budget or a charge in one currency.
 
-    ``kind`` is ``"pure"`` (ε), ``"approx"`` (ε, δ) or ``"zcdp"`` (ρ); unused
-    fields are zero.  All fields are exact decimals.
+    ``kind`` is ``"pure"`` (ε), ``"approx"`` (ε, δ), ``"zcdp"`` (ρ) or
+    ``"gdp"`` (μ², kept squared because squares add); unused fields are zero.
+    All fields are exact decimals.
     """
 
     kind: str
     epsilon: Decimal = Decimal(0)
     delta: Decimal = Decimal(0)
     rho: Decimal = Decimal(0)
+    mu2: Decimal = Decimal(0)
 
     def __add__(self, other: Amount) -> Amount:
         if other.kind != self.kind:
@@ -95,6 +126,7 @@ class Amount:
                 self.epsilon + other.epsilon,
                 self.delta + other.delta,
                 self.rho + other.rho,
+                self.mu2 + other.mu2,
             )
 
     def __sub__(self, other: Amount) -> Amount:
@@ -107,31 +139,50 @@ class Amount:
                 self.epsilon - other.epsilon,
                 self.delta - other.delta,
                 self.rho - other.rho,
+                self.mu2 - other.mu2,
             )
 
     def fits_in(self, total: Amount) -> bool:
         """Every coordinate ≤ the total's."""
-        return self.epsilon <= total.epsilon and self.delta <= total.delta and self.rho <= total.rho
+        return (
+            self.epsilon <= total.epsilon
+            and self.delta <= total.delta
+            and self.rho <= total.rho
+            and self.mu2 <= total.mu2
+        )
 
     def clipped(self) -> Amount:
         """Negative coordinates (an over-spent ledger cannot occur, but be safe) → 0."""
         z = Decimal(0)
-        return Amount(self.kind, max(self.epsilon, z), max(self.delta, z), max(self.rho, z))
+        return Amount(
+            self.kind, max(self.epsilon, z), max(self.delta, z), max(self.rho, z), max(self.mu2, z)
+        )
+
+    @property
+    def mu(self) -> Decimal:
+        """μ of a Gaussian-DP amount (√μ², 40 digits)."""
+        with localcontext() as ctx:
+            ctx.prec = 40
+            return self.mu2.sqrt()
 
     def describe(self) -> str:
         if self.kind == "pure":
             return f"epsilon={_fmt(self.epsilon)}"
         if self.kind == "approx":
             return f"epsilon={_fmt(self.epsilon)}, delta={_fmt(self.delta)}"
+        if self.kind == "gdp":
+            return f"mu={float(self.mu):.10g}"
         return f"rho={_fmt(self.rho)}"
 
     def as_dict(self) -> dict[str, Any]:
         """Plain floats for JSON (exact strings under ``exact``)."""
         d: dict[str, Any] = {"type": self.kind}
-        fields = {"pure": ("epsilon",), "approx": ("epsilon", "delta"), "zcdp": ("rho",)}
-        for f in fields[self.kind]:
+        fields = _FIELDS[self.kind]
+        for f in fields:
             d[f] = float(getattr(self, f))
-        d["exact"] = {f: _fmt(getattr(self, f)) for f in fields[self.kind]}
+        if self.kind == "gdp":
+            d["mu"] = float(self.mu)
+        d["exact"] = {f: _fmt(getattr(self, f)) for f in fields}
         return d
 
     def to_guarantee(self) -> Guarantee:
@@ -139,7 +190,12 @@ class Amount:
             return PureDP(float(self.epsilon))
         if self.kind == "approx":
             return ApproxDP(float(self.epsilon), float(self.delta))
+        if self.kind == "gdp":
+            return GaussianDP(float(self.mu))
         return ZCDP(float(self.rho))
+
+
+_FIELDS = {"pure": ("epsilon",), "approx": ("epsilon", "delta"), "zcdp": ("rho",), "gdp": ("mu2",)}
 
 
 def _fmt(d: Decimal) -> str:
@@ -157,9 +213,23 @@ def amount_of(budget: Guarantee) -> Amount:
         return Amount("approx", epsilon=_dec(budget.epsilon), delta=_dec(budget.delta))
     if isinstance(budget, ZCDP):
         return Amount("zcdp", rho=_dec(budget.rho))
+    if isinstance(budget, GaussianDP):
+        return Amount("gdp", mu2=_sq(_dec(budget.mu)))
     raise TypeError(
-        f"budget must be PureDP, ApproxDP or ZCDP from instancedp.privacy, got {budget!r}"
+        "budget must be PureDP, ApproxDP, ZCDP or GaussianDP from instancedp.privacy, "
+        f"got {budget!r}"
     )
+
+
+def _sq(x: Decimal) -> Decimal:
+    with localcontext() as ctx:
+        ctx.prec = _PREC
+        return x * x
+
+
+def _up(x: float) -> float:
+    """One ulp up, for a float conversion whose error must not under-charge."""
+    return math.nextafter(x * (1 + 1e-12), math.inf)
 
 
 def charge_amount(budget_kind: str, guarantee: Guarantee, convert_delta: Any = None) -> Amount:
@@ -184,7 +254,7 @@ def charge_amount(budget_kind: str, guarantee: Guarantee, convert_delta: Any = N
             return Amount("approx", epsilon=_dec(guarantee.epsilon))
         if isinstance(guarantee, ApproxDP):
             return Amount("approx", epsilon=_dec(guarantee.epsilon), delta=_dec(guarantee.delta))
-        if isinstance(guarantee, ZCDP):
+        if isinstance(guarantee, ZCDP | GaussianDP):
             if convert_delta is None:
                 raise CompositionError(
                     f"a {guarantee.describe()} release needs a conversion delta to be charged to "
@@ -194,13 +264,17 @@ def charge_amount(budget_kind: str, guarantee: Guarantee, convert_delta: Any = N
             from . import _validate
 
             d = _validate.delta(convert_delta, "convert_delta", allow_zero=False)
-            eps = zcdp_to_epsilon(guarantee.rho, d)
+            if isinstance(guarantee, GaussianDP):
+                eps = gdp_to_epsilon(guarantee.mu, d)
+            else:
+                eps = zcdp_to_epsilon(guarantee.rho, d)
             # Round up a few ulps so float error in the conversion never under-charges.
-            eps = math.nextafter(eps * (1 + 1e-12), math.inf)
-            return Amount("approx", epsilon=_dec(eps), delta=_dec(d))
+            return Amount("approx", epsilon=_dec(_up(eps)), delta=_dec(d))
     if budget_kind == "zcdp":
         if isinstance(guarantee, ZCDP):
             return Amount("zcdp", rho=_dec(guarantee.rho))
+        if isinstance(guarantee, GaussianDP):
+            return Amount("zcdp", rho=_sq(_dec(guarantee.mu)) / 2)
         if is_pure:
             with localcontext() as ctx:
                 ctx.prec = _PREC
@@ -210,6 +284,16 @@ def charge_amount(budget_kind: str, guarantee: Guarantee, convert_delta: Any = N
             f"a {guarantee.describe()} release cannot be charged to a zCDP budget "
             "((epsilon, delta)-DP implies no zCDP bound): use a pure or zCDP mechanism, or a "
             "ledger with an (epsilon, delta) budget"
+        )
+    if budget_kind == "gdp":
+        if isinstance(guarantee, GaussianDP):
+            return Amount("gdp", mu2=_sq(_dec(guarantee.mu)))
+        if is_pure:
+            return Amount("gdp", mu2=_sq(_dec(_up(pure_to_gdp_mu(guarantee.epsilon)))))
+        raise CompositionError(
+            f"a {guarantee.describe()} release cannot be charged to a Gaussian-DP budget "
+            "(it implies no mu-GDP bound): use a pure or Gaussian mechanism, or a ledger "
+            "with an (epsilon, delta) or zCDP budget"
         )
     raise LedgerError(f"unknown budget type {budget_kind!r} in the ledger")
 
@@ -231,21 +315,225 @@ class Charge:
     remaining: Amount
 
 
-class Ledger:
-    """The SQLite ledger at ``path`` (``":memory:"`` for an in-process one).
+_APP_ID = 0x69445044  # "iDPD": SQLite header application_id of an instancedp ledger
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+RELATIONS: tuple[str, ...] = ("add_remove", "substitution", "edge", "person")
+KEY_ENV = "INSTANCEDP_LEDGER_KEY"
+KEY_FILE_ENV = "INSTANCEDP_LEDGER_KEY_FILE"
+_ZERO_HASH = "0" * 64
 
-    ``create=False`` refuses to make a new file (for ``ledger show``).
-    Connections wait up to ``timeout`` seconds for the write lock.
+_SCHEMA = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE budgets (dataset_id TEXT PRIMARY KEY, kind TEXT NOT NULL, "
+    "epsilon TEXT NOT NULL, delta TEXT NOT NULL, rho TEXT NOT NULL, mu2 TEXT NOT NULL, "
+    "relation TEXT NOT NULL, created_at TEXT NOT NULL, sig TEXT NOT NULL)",
+    "CREATE TABLE allowances (dataset_id TEXT NOT NULL, principal TEXT NOT NULL, "
+    "epsilon TEXT NOT NULL, delta TEXT NOT NULL, rho TEXT NOT NULL, mu2 TEXT NOT NULL, "
+    "sig TEXT NOT NULL, PRIMARY KEY (dataset_id, principal))",
+    # Running totals: principal '' is the dataset's total.  Each charge row carries
+    # the totals after it, so the chain covers them and an open can check them.
+    "CREATE TABLE totals (dataset_id TEXT NOT NULL, principal TEXT NOT NULL, "
+    "epsilon TEXT NOT NULL, delta TEXT NOT NULL, rho TEXT NOT NULL, mu2 TEXT NOT NULL, "
+    "n INTEGER NOT NULL, last_id INTEGER NOT NULL, PRIMARY KEY (dataset_id, principal))",
+    "CREATE TABLE charges (id INTEGER PRIMARY KEY, dataset_id TEXT NOT NULL, "
+    "principal TEXT NOT NULL, created_at TEXT NOT NULL, kind TEXT NOT NULL, "
+    "epsilon TEXT NOT NULL, delta TEXT NOT NULL, rho TEXT NOT NULL, mu2 TEXT NOT NULL, "
+    "guarantee TEXT NOT NULL, mechanism TEXT NOT NULL, parameters TEXT NOT NULL, "
+    "totals TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL)",
+    "CREATE INDEX charges_ds ON charges(dataset_id, id)",
+    "CREATE INDEX charges_principal ON charges(dataset_id, principal, id)",
+    # How a charged release ended: bookkeeping beside the chain (the charge is what counts).
+    "CREATE TABLE outcomes (charge_id INTEGER PRIMARY KEY, status TEXT NOT NULL)",
+    "CREATE TABLE head (one INTEGER PRIMARY KEY CHECK (one = 1), n INTEGER NOT NULL, "
+    "last_hash TEXT NOT NULL, mac TEXT NOT NULL)",
+)
+
+
+def _load_key(key: bytes | str | None, key_file: str | Path | None) -> bytes | None:
+    """The owner's MAC key: argument, key file, then the two environment variables."""
+    if key is not None:
+        return key.encode() if isinstance(key, str) else bytes(key)
+    kf = key_file if key_file is not None else os.environ.get(KEY_FILE_ENV)
+    if kf:
+        p = Path(kf)
+        try:
+            st = p.stat()
+            data = p.read_bytes().strip()
+        except OSError as exc:
+            raise LedgerError(f"ledger key file {p} cannot be read ({exc.strerror})") from None
+        if st.st_mode & 0o077:
+            raise LedgerError(
+                f"ledger key file {p} is readable by other users: make it readable by its "
+                f"owner only (chmod 600 {p})"
+            )
+        if not data:
+            raise LedgerError(f"ledger key file {p} is empty")
+        return data
+    env = os.environ.get(KEY_ENV)
+    return env.encode() if env else None
+
+
+def _canon(parts: list[Any]) -> bytes:
+    return json.dumps(parts, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def _default_principal() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (containers): the numeric uid
+        return f"uid:{os.getuid()}" if hasattr(os, "getuid") else "unknown"
+
+
+def _sql_cause(exc: BaseException, timeout: float) -> str:
+    m = str(exc).lower()
+    if "full" in m:
+        return "the disk is full"
+    if "readonly" in m or "read-only" in m:
+        return (
+            "it is read-only (the ledger needs write access to the file and to its "
+            "directory, for the -wal and -shm files beside it)"
+        )
+    if "locked" in m or "busy" in m:
+        return f"it is locked by another process for more than {timeout:g} s"
+    if "malformed" in m or "not a database" in m or "corrupt" in m:
+        return "the file is corrupt"
+    if "unable to open" in m:
+        return "it cannot be opened (check the permissions of the file and its directory)"
+    if "disk i/o" in m:
+        return "a disk I/O error occurred"
+    return str(exc)
+
+
+def _read_header(path: str) -> tuple[int, int]:
+    """Constant-time file checks before SQLite touches the file: size, magic, and the
+    page count in the header against the file size.  Returns (application_id, user_version)."""
+    for attempt in range(20):
+        st = os.stat(path)
+        size = st.st_size
+        if size == 0:
+            raise LedgerError(
+                f"ledger {path} is an empty file, not a ledger (an existing file is never taken "
+                "as a new ledger): restore it from a backup, or remove it and run "
+                "`instancedp ledger init`"
+            )
+        with open(path, "rb") as f:
+            hdr = f.read(100)
+        if len(hdr) < 100 or hdr[:16] != _SQLITE_MAGIC:
+            raise LedgerError(
+                f"ledger {path} is not a readable instancedp ledger (not an SQLite database, or "
+                "its header is damaged): pass a ledger made by `instancedp ledger init`, or a "
+                "new path"
+            )
+        page = int.from_bytes(hdr[16:18], "big")
+        page = 65536 if page == 1 else page
+        npages = int.from_bytes(hdr[28:32], "big")
+        wal = path + "-wal"
+        if os.path.exists(wal) and os.path.getsize(wal) > 0:
+            break  # a live WAL may hold pages the main file has not received yet
+        header_valid = hdr[24:28] == hdr[92:96] and npages > 0
+        if not ((header_valid and size != npages * page) or size % page):
+            break
+        # A process closing its connection may be copying its WAL into the file right now
+        # (size and header read mid-way): a file written in the last seconds gets a few
+        # re-reads; a damaged file stays damaged.
+        if attempt == 19 or _time.time() - st.st_mtime > 5:
+            raise LedgerError(
+                f"ledger {path} is truncated or damaged: its header records "
+                f"{npages * page} bytes but the file has {size} (it is refused, never "
+                "treated as new): restore it from a backup"
+            )
+        _time.sleep(0.01)
+    return int.from_bytes(hdr[68:72], "big"), int.from_bytes(hdr[60:64], "big")
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What :meth:`Ledger.verify` found: ``problems`` is empty when the ledger is sound."""
+
+    path: str
+    charges: int
+    mode: str
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+class Ledger:
+    """The privacy-budget ledger at ``path`` (``":memory:"`` for an in-process one).
+
+    A missing file is created (``create=True``), never an existing one: an
+    empty, foreign, damaged or newer file is refused and left untouched; a
+    version-1 ledger is migrated in one transaction after a backup copy.
+    ``principal`` names who charges (default: the OS user).  ``key`` /
+    ``key_file`` (or the ``INSTANCEDP_LEDGER_KEY`` /
+    ``INSTANCEDP_LEDGER_KEY_FILE`` environment variables) switch the chain
+    and head from SHA-256 to HMAC-SHA256.  Connections wait up to
+    ``timeout`` seconds for the write lock.  One Ledger may be shared by
+    threads: its calls are serialised by a lock.
     """
 
-    def __init__(self, path: str | Path, *, create: bool = True, timeout: float = 60.0) -> None:
+    def __new__(cls, path: str | Path, **kwargs: Any) -> Any:
+        # A postgresql:// URL is the shared server ledger (same API, same semantics).
+        if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
+            from .ledger_pg import PostgresLedger
+
+            return PostgresLedger(path, **kwargs)
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        create: bool = True,
+        timeout: float = 60.0,
+        principal: str | None = None,
+        key: bytes | str | None = None,
+        key_file: str | Path | None = None,
+    ) -> None:
         self.path = str(path)
+        self.timeout = float(timeout)
+        self.principal = _default_principal() if principal is None else _check_principal(principal)
+        self._key = _load_key(key, key_file)
+        self._lock = threading.RLock()
+        self._con: sqlite3.Connection | None = None
         memory = self.path == ":memory:"
-        if not memory:
-            p = Path(self.path)
-            if p.is_dir():
-                raise LedgerError(f"ledger path {self.path} is a directory: pass a file path")
-            if not p.exists() and not create:
+        try:
+            if memory:
+                self._con = self._connect(self.path)
+                self._create_schema(self._con)
+            else:
+                self._open_file(create)
+            self._quick_check()
+        except sqlite3.Error as exc:
+            self._close_quietly()
+            raise LedgerError(
+                f"ledger {self.path} cannot be used: {_sql_cause(exc, self.timeout)}"
+            ) from None
+        except BaseException:
+            self._close_quietly()
+            raise
+
+    @property
+    def mode(self) -> str:
+        return "hmac-sha256" if self._key else "sha256"
+
+    # -- opening ----------------------------------------------------------------
+    def _connect(self, target: str) -> sqlite3.Connection:
+        con = sqlite3.connect(
+            target, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        con.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+        con.execute("PRAGMA synchronous=FULL")
+        return con
+
+    def _open_file(self, create: bool) -> None:
+        p = Path(self.path)
+        if p.is_dir():
+            raise LedgerError(f"ledger path {self.path} is a directory: pass a file path")
+        if not p.exists():
+            if not create:
                 raise LedgerError(
                     f"ledger {self.path} does not exist: create it with "
                     f"`instancedp ledger init {self.path} --epsilon E`"
@@ -254,66 +542,429 @@ class Ledger:
                 raise LedgerError(
                     f"ledger directory {p.parent} does not exist: create it or pass another path"
                 )
-        try:
-            self._con = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
-            if not memory:
-                self._con.execute("PRAGMA journal_mode=WAL")
-            self._con.execute("PRAGMA synchronous=FULL")
-            self._setup()
-        except sqlite3.DatabaseError as exc:
-            self._close_quietly()
+            self._create_file()
+        app_id, version = _read_header(self.path)
+        if app_id == 0 and version == 0:
+            self._migrate_v1()
+        elif app_id != _APP_ID:
             raise LedgerError(
-                f"ledger {self.path} is not a readable instancedp ledger ({exc}): pass a ledger "
-                "made by `instancedp ledger init`, or a new path"
-            ) from None
+                f"ledger {self.path} is an SQLite database but not an instancedp ledger (left "
+                "untouched): pass a ledger made by `instancedp ledger init`, or a new path"
+            )
+        elif version > SCHEMA_VERSION:
+            raise LedgerError(
+                f"ledger {self.path} has schema version {version}, newer than version "
+                f"{SCHEMA_VERSION} that this instancedp reads: upgrade instancedp"
+            )
+        elif version != SCHEMA_VERSION:
+            raise LedgerError(
+                f"ledger {self.path} is damaged: schema version {version} with the layout "
+                f"marker of version {SCHEMA_VERSION} (refused, never treated as new)"
+            )
+        self._con = self._connect(self.path)
 
-    # -- set-up -----------------------------------------------------------
-    def _setup(self) -> None:
-        con = self._con
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if not tables:
-            con.execute("BEGIN IMMEDIATE")
+    def _create_file(self) -> None:
+        """Build the whole ledger in a private temporary file, then link it into place:
+        concurrent creators race on one atomic link, and losers open the winner's file."""
+        tmp = f"{self.path}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.new"
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.close(fd)
+        try:
+            con = sqlite3.connect(tmp, isolation_level=None)
             try:
-                con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-                con.execute(
-                    "CREATE TABLE IF NOT EXISTS budgets (dataset_id TEXT PRIMARY KEY, "
-                    "kind TEXT NOT NULL, epsilon TEXT NOT NULL, delta TEXT NOT NULL, "
-                    "rho TEXT NOT NULL, created_at TEXT NOT NULL)"
-                )
-                con.execute(
-                    "CREATE TABLE IF NOT EXISTS charges (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-                    "dataset_id TEXT NOT NULL REFERENCES budgets(dataset_id), "
-                    "created_at TEXT NOT NULL, kind TEXT NOT NULL, epsilon TEXT NOT NULL, "
-                    "delta TEXT NOT NULL, rho TEXT NOT NULL, guarantee TEXT NOT NULL, "
-                    "mechanism TEXT NOT NULL, parameters TEXT NOT NULL, "
-                    "status TEXT NOT NULL DEFAULT 'charged')"
-                )
-                con.execute("CREATE INDEX IF NOT EXISTS charges_ds ON charges(dataset_id)")
-                con.execute("INSERT OR IGNORE INTO meta VALUES ('app', ?)", (_APP,))
-                con.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            tables = {"meta", "budgets", "charges"}
-        app = None
-        if "meta" in tables:
-            row = con.execute("SELECT value FROM meta WHERE key='app'").fetchone()
-            app = row[0] if row else None
+                con.execute("PRAGMA journal_mode=WAL")  # persistent: openers never switch
+                self._create_schema(con)
+            finally:
+                con.close()
+            os.chmod(tmp, 0o600)
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                pass  # another process created it first: open theirs
+        finally:
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.unlink(tmp + suffix)
+                except FileNotFoundError:
+                    pass
+
+    def _create_schema(self, con: sqlite3.Connection) -> None:
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            for stmt in _SCHEMA:
+                con.execute(stmt)
+            con.executemany(
+                "INSERT INTO meta VALUES (?, ?)",
+                [
+                    ("app", _APP),
+                    ("schema", str(SCHEMA_VERSION)),
+                    ("mac", self.mode),
+                    ("created_at", _now()),
+                ],
+            )
+            con.execute(
+                "INSERT INTO head VALUES (1, 0, ?, ?)", (_ZERO_HASH, self._head_mac(0, _ZERO_HASH))
+            )
+            con.execute(f"PRAGMA application_id={_APP_ID}")
+            con.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            con.execute("COMMIT")
+        except BaseException:
+            _rollback(con)
+            raise
+
+    def _migrate_v1(self) -> None:
+        """Version 1 (no chain, no totals) → 2 in one transaction, after a backup copy.
+        Existing datasets get relation 'substitution' (what version 1 assumed)."""
+        ro = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=self.timeout)
+        try:
+            tables = {r[0] for r in ro.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            app = schema = None
+            if "meta" in tables:
+                meta = dict(ro.execute("SELECT key, value FROM meta").fetchall())
+                app, schema = meta.get("app"), meta.get("schema")
+        finally:
+            ro.close()
         if app != _APP or not {"budgets", "charges"} <= tables:
             raise LedgerError(
-                f"ledger {self.path} is an SQLite database but not an instancedp ledger: "
-                "pass a ledger made by `instancedp ledger init`, or a new path"
+                f"ledger {self.path} is an SQLite database but not an instancedp ledger (left "
+                "untouched): pass a ledger made by `instancedp ledger init`, or a new path"
             )
+        if schema != "1":
+            raise LedgerError(
+                f"ledger {self.path} has schema version {schema} without its layout marker: "
+                f"this instancedp reads version {SCHEMA_VERSION} (refused, left untouched)"
+            )
+        backup = f"{self.path}.v1-backup-{_dt.datetime.now(_dt.UTC):%Y%m%dT%H%M%S%f}"
+        fd = os.open(backup, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.close(fd)
+        src = sqlite3.connect(self.path, timeout=self.timeout)
+        bcon = sqlite3.connect(backup)
+        try:
+            src.backup(bcon)  # a consistent copy, taken before the migration's transaction
+        finally:
+            bcon.close()
+            src.close()
+        con = self._connect(self.path)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                if con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+                    con.execute("ROLLBACK")  # another process migrated it meanwhile
+                    os.unlink(backup)
+                    return
+                old_b = con.execute(
+                    "SELECT dataset_id, kind, epsilon, delta, rho, created_at FROM budgets"
+                ).fetchall()
+                old_c = con.execute(
+                    "SELECT id, dataset_id, created_at, kind, epsilon, delta, rho, guarantee, "
+                    "mechanism, parameters, status FROM charges ORDER BY id"
+                ).fetchall()
+                for t in ("charges", "budgets", "meta"):
+                    con.execute(f"DROP TABLE {t}")
+                for stmt in _SCHEMA:
+                    con.execute(stmt)
+                con.executemany(
+                    "INSERT INTO meta VALUES (?, ?)",
+                    [
+                        ("app", _APP),
+                        ("schema", str(SCHEMA_VERSION)),
+                        ("mac", self.mode),
+                        ("created_at", _now()),
+                        ("migrated_from", "1"),
+                    ],
+                )
+                con.execute(
+                    "INSERT INTO head VALUES (1, 0, ?, ?)",
+                    (_ZERO_HASH, self._head_mac(0, _ZERO_HASH)),
+                )
+                for ds, kind, e, d, r, at in old_b:
+                    self._insert_budget(
+                        con,
+                        ds,
+                        Amount(kind, Decimal(e), Decimal(d), Decimal(r)),
+                        "substitution",
+                        at,
+                    )
+                for _cid, ds, at, kind, e, d, r, g, mech, params, status in old_c:
+                    cost = Amount(kind, Decimal(e), Decimal(d), Decimal(r))
+                    new_id = self._append(con, ds, "(before principals)", cost, g, mech, params, at)
+                    if status != "charged":
+                        con.execute("INSERT INTO outcomes VALUES (?, ?)", (new_id, status))
+                con.execute(f"PRAGMA application_id={_APP_ID}")
+                con.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                con.execute("COMMIT")
+            except BaseException:
+                _rollback(con)
+                raise
+        finally:
+            con.close()
+
+    # -- integrity ---------------------------------------------------------------
+    def _mac(self, parts: list[Any]) -> str:
+        data = _canon(parts)
+        if self._key:
+            return hmac.new(self._key, data, hashlib.sha256).hexdigest()
+        return hashlib.sha256(data).hexdigest()
+
+    def _head_mac(self, n: int, last_hash: str) -> str:
+        return self._mac(["head", SCHEMA_VERSION, n, last_hash])
+
+    def _row_hash(self, row: tuple) -> str:
+        # row: id, dataset_id, principal, created_at, kind, e, d, r, mu2, guarantee,
+        #      mechanism, parameters, totals, prev_hash
+        return self._mac(["charge", *row])
+
+    def _budget_sig(self, ds: str, a: Amount, relation: str, at: str) -> str:
+        return self._mac(
+            [
+                "budget",
+                ds,
+                a.kind,
+                str(a.epsilon),
+                str(a.delta),
+                str(a.rho),
+                str(a.mu2),
+                relation,
+                at,
+            ]
+        )
+
+    def _allowance_sig(self, ds: str, principal: str, a: Amount) -> str:
+        return self._mac(
+            [
+                "allowance",
+                ds,
+                principal,
+                a.kind,
+                str(a.epsilon),
+                str(a.delta),
+                str(a.rho),
+                str(a.mu2),
+            ]
+        )
+
+    def _damaged(self, why: str) -> LedgerError:
+        return LedgerError(
+            f"ledger {self.path} failed its integrity check: {why} — it was damaged or edited "
+            f"(refused, never treated as new); run `instancedp ledger verify {self.path}` and "
+            "restore it from a backup"
+        )
+
+    def _quick_check(self) -> None:
+        """Checks whose cost does not grow with the number of charges: the version, the
+        head against the last charge row, each running total against its last row."""
+        con = self._con
+        assert con is not None
+        with self._lock:
+            con.execute("BEGIN")
+            try:
+                meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+                if meta.get("app") != _APP:
+                    raise self._damaged("the ledger marker in its meta table is missing")
+                if meta.get("schema") != str(SCHEMA_VERSION):
+                    raise self._damaged(
+                        f"meta records schema version {meta.get('schema')!r}, the file header "
+                        f"{SCHEMA_VERSION}"
+                    )
+                if meta.get("mac") != self.mode:
+                    if meta.get("mac") == "hmac-sha256":
+                        raise LedgerError(
+                            f"ledger {self.path} is keyed (HMAC-SHA256): set {KEY_ENV} or "
+                            f"{KEY_FILE_ENV} to the owner's key to use it"
+                        )
+                    raise LedgerError(
+                        f"ledger {self.path} was made without a key but a key is configured: "
+                        "a keyed deployment refuses an unkeyed ledger (anyone could have "
+                        "rewritten it); unset the key only if you trust this file"
+                    )
+                self._check_head(con)
+                totals = {
+                    (ds, pr): last_id
+                    for ds, pr, last_id in con.execute(
+                        "SELECT dataset_id, principal, last_id FROM totals"
+                    ).fetchall()
+                }
+                for (ds, pr), last_id in totals.items():
+                    self._check_total_row(con, ds, pr, last_id)
+                for (ds,) in con.execute("SELECT dataset_id FROM budgets").fetchall():
+                    if (ds, "") not in totals and con.execute(
+                        "SELECT 1 FROM charges WHERE dataset_id=? LIMIT 1", (ds,)
+                    ).fetchone():
+                        raise self._damaged(f"dataset '{ds}' has charges but no running total")
+                for row in con.execute(
+                    "SELECT dataset_id, kind, epsilon, delta, rho, mu2, relation, created_at, sig "
+                    "FROM budgets"
+                ).fetchall():
+                    self._check_budget_sig(row)
+            finally:
+                _rollback(con)
+
+    def _check_head(self, con: sqlite3.Connection) -> tuple[int, str]:
+        h = con.execute("SELECT n, last_hash, mac FROM head WHERE one = 1").fetchone()
+        if h is None:
+            raise self._damaged("the head record is missing")
+        n, last_hash, mac = h
+        if not hmac.compare_digest(mac, self._head_mac(n, last_hash)):
+            raise self._damaged("the head record's MAC does not match")
+        last = con.execute(
+            f"SELECT {_CHARGE_COLS} FROM charges ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        if last is None:
+            if n != 0:
+                raise self._damaged(f"the head records {n} charges but none is left")
+            return n, last_hash
+        if last[0] != n:
+            raise self._damaged(f"the head records {n} charges, the last row is #{last[0]}")
+        if last[-1] != last_hash or self._row_hash(last[:-1]) != last[-1]:
+            raise self._damaged(f"charge #{n} does not match the head's hash")
+        return n, last_hash
+
+    def _check_total_row(self, con: sqlite3.Connection, ds: str, pr: str, last_id: int) -> None:
+        t = con.execute(
+            "SELECT epsilon, delta, rho, mu2 FROM totals WHERE dataset_id=? AND principal=?",
+            (ds, pr),
+        ).fetchone()
+        row = con.execute(f"SELECT {_CHARGE_COLS} FROM charges WHERE id=?", (last_id,)).fetchone()
+        if row is None or row[1] != ds or (pr and row[2] != pr):
+            raise self._damaged(f"the running total of '{ds}' points to a missing charge")
+        # The total must come from the dataset's (principal's) latest charge, not an older one.
+        if pr:
+            newest = con.execute(
+                "SELECT max(id) FROM charges WHERE dataset_id=? AND principal=?", (ds, pr)
+            ).fetchone()[0]
+        else:
+            newest = con.execute(
+                "SELECT max(id) FROM charges WHERE dataset_id=?", (ds,)
+            ).fetchone()[0]
+        if newest != last_id:
+            raise self._damaged(f"the running total of '{ds}' is older than its last charge")
+        if self._row_hash(row[:-1]) != row[-1]:
+            raise self._damaged(f"charge #{last_id} was edited")
+        recorded = json.loads(row[12])["principal" if pr else "dataset"]
+        if list(t) != recorded:
+            raise self._damaged(f"the running total of '{ds}' disagrees with charge #{last_id}")
+
+    def _check_budget_sig(self, row: tuple) -> None:
+        ds, kind, e, d, r, m, rel, at, sig = row
+        a = Amount(kind, Decimal(e), Decimal(d), Decimal(r), Decimal(m))
+        if not hmac.compare_digest(sig, self._budget_sig(ds, a, rel, at)):
+            raise self._damaged(f"the budget of '{ds}' was edited")
+
+    def verify(self) -> VerifyReport:
+        """Walk the whole chain: sequence, links, hashes, running totals, head, budgets,
+        allowances and SQLite's own ``integrity_check``.  Never raises for damage."""
+        problems: list[str] = []
+        con = self._con
+        assert con is not None
+        n = 0
+        with self._lock, self._errors("verify"):
+            con.execute("BEGIN")
+            try:
+                ic = [r[0] for r in con.execute("PRAGMA integrity_check").fetchall()]
+                if ic != ["ok"]:
+                    problems.append("SQLite integrity check: " + "; ".join(ic[:3]))
+                prev = _ZERO_HASH
+                sums: dict[tuple[str, str], Amount] = {}
+                kinds = {r[0]: r[1] for r in con.execute("SELECT dataset_id, kind FROM budgets")}
+                expect = 1
+                for row in con.execute(f"SELECT {_CHARGE_COLS} FROM charges ORDER BY id"):
+                    n += 1
+                    cid = row[0]
+                    if cid != expect:
+                        problems.append(f"charges #{expect}..#{cid - 1} are missing")
+                    expect = cid + 1
+                    if row[13] != prev:
+                        problems.append(f"charge #{cid} does not link to the one before it")
+                    if self._row_hash(row[:-1]) != row[-1]:
+                        problems.append(f"charge #{cid} was edited (its hash does not match)")
+                    prev = row[-1]
+                    kind = kinds.get(row[1], row[4])
+                    cost = Amount(kind, *(Decimal(x) for x in row[5:9]))
+                    for key in ((row[1], ""), (row[1], row[2])):
+                        sums[key] = sums.get(key, Amount(kind)) + cost
+                    rec = json.loads(row[12])
+                    for key, name in (((row[1], ""), "dataset"), ((row[1], row[2]), "principal")):
+                        s = sums[key]
+                        if rec.get(name) != [str(s.epsilon), str(s.delta), str(s.rho), str(s.mu2)]:
+                            problems.append(f"charge #{cid} records a wrong {name} total")
+                h = con.execute("SELECT n, last_hash, mac FROM head").fetchone()
+                if h is None:
+                    problems.append("the head record is missing")
+                else:
+                    if not hmac.compare_digest(h[2], self._head_mac(h[0], h[1])):
+                        problems.append("the head record's MAC does not match")
+                    if h[0] != n or h[1] != prev:
+                        problems.append(
+                            f"the head records {h[0]} charges, the chain has {n} (a cut tail "
+                            "or deleted rows)"
+                        )
+                for ds, pr, e, d, r, m in con.execute(
+                    "SELECT dataset_id, principal, epsilon, delta, rho, mu2 FROM totals"
+                ):
+                    s = sums.get((ds, pr))
+                    if s is None or [e, d, r, m] != [
+                        str(s.epsilon),
+                        str(s.delta),
+                        str(s.rho),
+                        str(s.mu2),
+                    ]:
+                        problems.append(f"the running total of '{ds}' / '{pr}' disagrees")
+                for row in con.execute(
+                    "SELECT dataset_id, kind, epsilon, delta, rho, mu2, relation, created_at, sig "
+                    "FROM budgets"
+                ).fetchall():
+                    try:
+                        self._check_budget_sig(row)
+                    except LedgerError:
+                        problems.append(f"the budget of '{row[0]}' was edited")
+                for ds, pr, kind, e, d, r, m, sig in con.execute(
+                    "SELECT a.dataset_id, a.principal, b.kind, a.epsilon, a.delta, a.rho, a.mu2, "
+                    "a.sig FROM allowances a JOIN budgets b USING (dataset_id)"
+                ).fetchall():
+                    a = Amount(kind, Decimal(e), Decimal(d), Decimal(r), Decimal(m))
+                    if not hmac.compare_digest(sig, self._allowance_sig(ds, pr, a)):
+                        problems.append(f"the allowance of '{pr}' on '{ds}' was edited")
+            finally:
+                _rollback(con)
+        return VerifyReport(self.path, n, self.mode, tuple(problems))
+
+    # -- plumbing -----------------------------------------------------------------
+    @contextlib.contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise LedgerError(
+                f"ledger {self.path}: cannot {action}: {_sql_cause(exc, self.timeout)} "
+                "(nothing was charged)"
+            ) from None
+
+    @contextlib.contextmanager
+    def _tx(self, action: str) -> Iterator[sqlite3.Connection]:
+        con = self._con
+        if con is None:
+            raise LedgerError(f"ledger {self.path} is closed")
+        with self._lock, self._errors(action):
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                _rollback(con)
+                raise
+            con.execute("COMMIT")
 
     def _close_quietly(self) -> None:
         try:
-            self._con.close()
+            if self._con is not None:
+                self._con.close()
         except Exception:
             pass
 
     def close(self) -> None:
-        self._con.close()
+        with self._lock:
+            if self._con is not None:
+                self._con.close()
+                self._con = None
 
     def __enter__(self) -> Ledger:
         return self
@@ -321,83 +972,180 @@ class Ledger:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    # -- budgets ------------------------------------------------------------
-    def _budget_row(self, dataset_id: str) -> Amount | None:
-        row = self._con.execute(
-            "SELECT kind, epsilon, delta, rho FROM budgets WHERE dataset_id=?", (dataset_id,)
-        ).fetchone()
-        if row is None:
+    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+        con = self._con
+        if con is None:
+            raise LedgerError(f"ledger {self.path} is closed")
+        with self._lock, self._errors("read"):
+            return con.execute(sql, args).fetchall()
+
+    # -- budgets --------------------------------------------------------------
+    def _budget_row(self, dataset_id: str, con: sqlite3.Connection | None = None) -> Amount | None:
+        q = (
+            "SELECT dataset_id, kind, epsilon, delta, rho, mu2, relation, created_at, sig "
+            "FROM budgets WHERE dataset_id=?"
+        )
+        rows = con.execute(q, (dataset_id,)).fetchall() if con else self._read(q, (dataset_id,))
+        if not rows:
             return None
-        return Amount(row[0], Decimal(row[1]), Decimal(row[2]), Decimal(row[3]))
+        self._check_budget_sig(rows[0])
+        _, kind, e, d, r, m, *_ = rows[0]
+        return Amount(kind, Decimal(e), Decimal(d), Decimal(r), Decimal(m))
+
+    def _insert_budget(
+        self, con: sqlite3.Connection, ds: str, a: Amount, relation: str, at: str
+    ) -> None:
+        con.execute(
+            "INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                ds,
+                a.kind,
+                str(a.epsilon),
+                str(a.delta),
+                str(a.rho),
+                str(a.mu2),
+                relation,
+                at,
+                self._budget_sig(ds, a, relation, at),
+            ),
+        )
 
     def budget(self, dataset_id: str = "default") -> Amount | None:
         """The total budget on record for ``dataset_id`` (None if there is none)."""
         return self._budget_row(dataset_id)
 
     def datasets(self) -> list[str]:
-        return [r[0] for r in self._con.execute("SELECT dataset_id FROM budgets ORDER BY 1")]
+        return [r[0] for r in self._read("SELECT dataset_id FROM budgets ORDER BY 1")]
 
-    def ensure_budget(self, dataset_id: str, budget: Guarantee | None) -> Amount:
-        """Record ``budget`` for ``dataset_id`` on first use; later, refuse a different one.
+    def relation(self, dataset_id: str = "default") -> str:
+        """The neighbour relation recorded for ``dataset_id`` when it was created."""
+        self._require_budget(dataset_id)
+        return self._read("SELECT relation FROM budgets WHERE dataset_id=?", (dataset_id,))[0][0]
+
+    def ensure_budget(
+        self, dataset_id: str, budget: Guarantee | None, *, relation: str | None = None
+    ) -> Amount:
+        """Record ``budget`` (and the neighbour ``relation``, default ``"add_remove"``) for
+        ``dataset_id`` on first use; later, refuse a different budget or relation.
 
         ``budget=None`` uses the budget on record (an error if there is none).
         """
         _check_id(dataset_id)
+        if relation is not None and relation not in RELATIONS:
+            raise ParameterError(
+                f"relation must be one of {', '.join(RELATIONS)}, got {relation!r}",
+                parameter="relation",
+                allowed=", ".join(RELATIONS),
+            )
         want = amount_of(budget) if budget is not None else None
-        con = self._con
-        con.execute("BEGIN IMMEDIATE")
-        try:
-            have = self._budget_row(dataset_id)
+        with self._tx("record the budget") as con:
+            have = self._budget_row(dataset_id, con)
             if have is None:
                 if want is None:
                     raise LedgerError(
                         f"ledger {self.path} has no budget for dataset '{dataset_id}': pass a "
-                        "budget (CLI: --budget-epsilon E [--budget-delta D]) or run "
-                        "`instancedp ledger init`"
+                        "budget, or create it with `instancedp ledger init`"
                     )
-                con.execute(
-                    "INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        dataset_id,
-                        want.kind,
-                        str(want.epsilon),
-                        str(want.delta),
-                        str(want.rho),
-                        _now(),
-                    ),
-                )
+                if con.execute(
+                    "SELECT 1 FROM charges WHERE dataset_id=? LIMIT 1", (dataset_id,)
+                ).fetchone():
+                    raise self._damaged(f"dataset '{dataset_id}' has charges but no budget")
+                self._insert_budget(con, dataset_id, want, relation or "add_remove", _now())
                 have = want
-            elif want is not None and want != have:
-                raise LedgerError(
-                    f"ledger {self.path} already holds a total budget of {have.describe()} "
-                    f"({have.kind}) for dataset '{dataset_id}', not {want.describe()}: "
-                    "pass the same total, or use another ledger or dataset id"
-                )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+            else:
+                if want is not None and want != have:
+                    raise LedgerError(
+                        f"ledger {self.path} already holds a total budget of {have.describe()} "
+                        f"({have.kind}) for dataset '{dataset_id}', not {want.describe()}: "
+                        "pass the same total, or use another ledger or dataset id"
+                    )
+                rec = con.execute(
+                    "SELECT relation FROM budgets WHERE dataset_id=?", (dataset_id,)
+                ).fetchone()[0]
+                if relation is not None and relation != rec:
+                    raise LedgerError(
+                        f"ledger {self.path} records dataset '{dataset_id}' under the "
+                        f"'{rec}' neighbour relation, not '{relation}': a budget spent under "
+                        "one relation does not bound the loss under another; use the "
+                        "recorded relation or another dataset id"
+                    )
         return have
 
-    # -- spending -------------------------------------------------------------
-    def _spent(self, dataset_id: str, kind: str) -> Amount:
-        total = Amount(kind)
-        for e, d, r in self._con.execute(
-            "SELECT epsilon, delta, rho FROM charges WHERE dataset_id=?", (dataset_id,)
-        ):
-            total = total + Amount(kind, Decimal(e), Decimal(d), Decimal(r))
-        return total
+    def set_allowance(self, dataset_id: str, principal: str, allowance: Guarantee) -> Amount:
+        """Cap what ``principal`` may spend of ``dataset_id`` (beside the dataset's total).
+        An allowance may be set once; it is part of the signed record."""
+        principal = _check_principal(principal)
+        with self._tx("record the allowance") as con:
+            b = self._budget_row(dataset_id, con)
+            if b is None:
+                raise LedgerError(f"ledger {self.path} has no budget for dataset '{dataset_id}'")
+            a = amount_of(allowance)
+            if a.kind != b.kind:
+                raise CompositionError(
+                    f"an allowance of {a.describe()} ({a.kind}) does not fit the {b.kind} "
+                    f"budget of dataset '{dataset_id}': give it in the budget's currency"
+                )
+            have = con.execute(
+                "SELECT epsilon, delta, rho, mu2 FROM allowances "
+                "WHERE dataset_id=? AND principal=?",
+                (dataset_id, principal),
+            ).fetchone()
+            if have is not None:
+                old = Amount(b.kind, *(Decimal(x) for x in have))
+                if old != a:
+                    raise LedgerError(
+                        f"principal '{principal}' already has an allowance of {old.describe()} "
+                        f"on dataset '{dataset_id}'"
+                    )
+                return old
+            con.execute(
+                "INSERT INTO allowances VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    dataset_id,
+                    principal,
+                    str(a.epsilon),
+                    str(a.delta),
+                    str(a.rho),
+                    str(a.mu2),
+                    self._allowance_sig(dataset_id, principal, a),
+                ),
+            )
+        return a
 
-    def spent(self, dataset_id: str = "default") -> Amount:
+    def _allowance(
+        self, con: sqlite3.Connection, ds: str, principal: str, kind: str
+    ) -> Amount | None:
+        row = con.execute(
+            "SELECT epsilon, delta, rho, mu2, sig FROM allowances "
+            "WHERE dataset_id=? AND principal=?",
+            (ds, principal),
+        ).fetchone()
+        if row is None:
+            return None
+        a = Amount(kind, *(Decimal(x) for x in row[:4]))
+        if not hmac.compare_digest(row[4], self._allowance_sig(ds, principal, a)):
+            raise self._damaged(f"the allowance of '{principal}' on '{ds}' was edited")
+        return a
+
+    # -- spending -------------------------------------------------------------
+    def _total(self, con: sqlite3.Connection | None, ds: str, principal: str, kind: str) -> Amount:
+        q = "SELECT epsilon, delta, rho, mu2 FROM totals WHERE dataset_id=? AND principal=?"
+        rows = con.execute(q, (ds, principal)).fetchall() if con else self._read(q, (ds, principal))
+        if not rows:
+            return Amount(kind)
+        return Amount(kind, *(Decimal(x) for x in rows[0]))
+
+    def spent(self, dataset_id: str = "default", principal: str | None = None) -> Amount:
+        """What has been charged (by ``principal``, or by everyone): the running total."""
         b = self._require_budget(dataset_id)
-        return self._spent(dataset_id, b.kind)
+        return self._total(None, dataset_id, principal or "", b.kind)
 
     def remaining(self, dataset_id: str = "default") -> Amount:
         b = self._require_budget(dataset_id)
-        return (b - self._spent(dataset_id, b.kind)).clipped()
+        return (b - self._total(None, dataset_id, "", b.kind)).clipped()
 
-    def _require_budget(self, dataset_id: str) -> Amount:
-        b = self._budget_row(dataset_id)
+    def _require_budget(self, dataset_id: str, con: sqlite3.Connection | None = None) -> Amount:
+        b = self._budget_row(dataset_id, con)
         if b is None:
             raise LedgerError(
                 f"ledger {self.path} has no budget for dataset '{dataset_id}': create it with "
@@ -409,6 +1157,63 @@ class Ledger:
         """What ``guarantee`` would cost here (no charge; raises CompositionError)."""
         return charge_amount(self._require_budget(dataset_id).kind, guarantee, convert_delta)
 
+    def _append(
+        self,
+        con: sqlite3.Connection,
+        ds: str,
+        principal: str,
+        cost: Amount,
+        guarantee: str,
+        mechanism: str,
+        params: str,
+        at: str,
+    ) -> int:
+        """Append one charge row, update both running totals and the head (same transaction)."""
+        n, prev = con.execute("SELECT n, last_hash FROM head WHERE one = 1").fetchone()
+        tot = self._total(con, ds, "", cost.kind) + cost
+        ptot = self._total(con, ds, principal, cost.kind) + cost
+        totals = json.dumps(
+            {
+                "dataset": [str(tot.epsilon), str(tot.delta), str(tot.rho), str(tot.mu2)],
+                "principal": [str(ptot.epsilon), str(ptot.delta), str(ptot.rho), str(ptot.mu2)],
+            },
+            sort_keys=True,
+        )
+        cid = n + 1
+        row = (
+            cid,
+            ds,
+            principal,
+            at,
+            cost.kind,
+            str(cost.epsilon),
+            str(cost.delta),
+            str(cost.rho),
+            str(cost.mu2),
+            guarantee,
+            mechanism,
+            params,
+            totals,
+            prev,
+        )
+        h = self._row_hash(row)
+        con.execute(
+            f"INSERT INTO charges ({_CHARGE_COLS}) VALUES ({','.join('?' * 15)})", (*row, h)
+        )
+        for pr, t in (("", tot), (principal, ptot)):
+            con.execute(
+                "INSERT INTO totals VALUES (?, ?, ?, ?, ?, ?, 1, ?) ON CONFLICT "
+                "(dataset_id, principal) DO UPDATE SET epsilon=excluded.epsilon, "
+                "delta=excluded.delta, rho=excluded.rho, mu2=excluded.mu2, n=n+1, "
+                "last_id=excluded.last_id",
+                (ds, pr, str(t.epsilon), str(t.delta), str(t.rho), str(t.mu2), cid),
+            )
+        con.execute(
+            "UPDATE head SET n=?, last_hash=?, mac=? WHERE one = 1",
+            (cid, h, self._head_mac(cid, h)),
+        )
+        return cid
+
     def charge(
         self,
         dataset_id: str,
@@ -417,18 +1222,19 @@ class Ledger:
         mechanism: str = "",
         parameters: Mapping[str, Any] | None = None,
         convert_delta: Any = None,
+        principal: str | None = None,
     ) -> Charge:
-        """Atomically check the budget and record the charge (before any noise).
+        """Atomically check the dataset's budget and the principal's allowance, and record
+        the charge (before any noise).  Cost O(1) in the number of earlier charges.
 
         Raises :class:`BudgetExceeded` (nothing recorded) if it does not fit.
         """
+        who = self.principal if principal is None else _check_principal(principal)
         params = json.dumps(dict(parameters or {}), sort_keys=True, default=str)
-        con = self._con
-        con.execute("BEGIN IMMEDIATE")
-        try:
-            budget = self._require_budget(dataset_id)
+        with self._tx("charge") as con:
+            budget = self._require_budget(dataset_id, con)
             cost = charge_amount(budget.kind, guarantee, convert_delta)
-            spent = self._spent(dataset_id, budget.kind)
+            spent = self._total(con, dataset_id, "", budget.kind)
             after = spent + cost
             if not after.fits_in(budget):
                 remaining = (budget - spent).clipped()
@@ -439,86 +1245,138 @@ class Ledger:
                     remaining,
                     cost,
                 )
-            cur = con.execute(
-                "INSERT INTO charges (dataset_id, created_at, kind, epsilon, delta, rho, "
-                "guarantee, mechanism, parameters) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    dataset_id,
-                    _now(),
-                    cost.kind,
-                    str(cost.epsilon),
-                    str(cost.delta),
-                    str(cost.rho),
-                    _guarantee_json(guarantee),
-                    mechanism,
-                    params,
-                ),
+            allow = self._allowance(con, dataset_id, who, budget.kind)
+            if allow is not None:
+                mine = self._total(con, dataset_id, who, budget.kind)
+                if not (mine + cost).fits_in(allow):
+                    left = (allow - mine).clipped()
+                    raise BudgetExceeded(
+                        f"allowance exhausted for principal '{who}' on dataset '{dataset_id}': "
+                        f"this release needs {cost.describe()} but only {left.describe()} of "
+                        f"the allowance {allow.describe()} remains",
+                        left,
+                        cost,
+                    )
+            cid = self._append(
+                con, dataset_id, who, cost, _guarantee_json(guarantee), mechanism, params, _now()
             )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        return Charge(int(cur.lastrowid), cost, (budget - after).clipped())
+        return Charge(cid, cost, (budget - after).clipped())
 
     def mark(self, charge_id: int, status: str) -> None:
         """Record how a charged release ended ('released', 'refused', 'failed')."""
-        self._con.execute("UPDATE charges SET status=? WHERE id=?", (status, charge_id))
+        with self._tx("record the outcome") as con:
+            con.execute("INSERT OR REPLACE INTO outcomes VALUES (?, ?)", (charge_id, status))
 
     # -- inspection -------------------------------------------------------------
     def history(self, dataset_id: str | None = None) -> list[dict[str, Any]]:
         sql = (
-            "SELECT id, dataset_id, created_at, guarantee, mechanism, parameters, status "
-            "FROM charges"
+            "SELECT c.id, c.dataset_id, c.principal, c.created_at, c.guarantee, c.mechanism, "
+            "c.parameters, COALESCE(o.status, 'charged') FROM charges c "
+            "LEFT JOIN outcomes o ON o.charge_id = c.id"
         )
         args: tuple = ()
         if dataset_id is not None:
-            sql += " WHERE dataset_id=?"
+            sql += " WHERE c.dataset_id=?"
             args = (dataset_id,)
+        return [
+            {
+                "id": r[0],
+                "dataset_id": r[1],
+                "principal": r[2],
+                "created_at": r[3],
+                "guarantee": json.loads(r[4]),
+                "mechanism": r[5],
+                "parameters": json.loads(r[6]),
+                "status": r[7],
+            }
+            for r in self._read(sql + " ORDER BY c.id", args)
+        ]
+
+    def count(self, dataset_id: str | None = None) -> int:
+        if dataset_id is None:
+            return int(self._read("SELECT n FROM head")[0][0])
+        rows = self._read("SELECT n FROM totals WHERE dataset_id=? AND principal=''", (dataset_id,))
+        return int(rows[0][0]) if rows else 0
+
+    def principals(self, dataset_id: str) -> list[dict[str, Any]]:
+        """Spend per principal on ``dataset_id`` (with each allowance, if set)."""
+        b = self._require_budget(dataset_id)
+        rows = self._read(
+            "SELECT t.principal, t.epsilon, t.delta, t.rho, t.mu2, t.n, a.epsilon, a.delta, "
+            "a.rho, a.mu2 FROM totals t LEFT JOIN allowances a ON a.dataset_id = t.dataset_id "
+            "AND a.principal = t.principal WHERE t.dataset_id=? AND t.principal != '' "
+            "ORDER BY t.principal",
+            (dataset_id,),
+        )
         out = []
-        for row in self._con.execute(sql + " ORDER BY id", args):
+        for r in rows:
+            s = Amount(b.kind, *(Decimal(x) for x in r[1:5]))
+            a = Amount(b.kind, *(Decimal(x) for x in r[6:10])) if r[6] is not None else None
             out.append(
                 {
-                    "id": row[0],
-                    "dataset_id": row[1],
-                    "created_at": row[2],
-                    "guarantee": json.loads(row[3]),
-                    "mechanism": row[4],
-                    "parameters": json.loads(row[5]),
-                    "status": row[6],
+                    "principal": r[0],
+                    "spent": s.as_dict(),
+                    "releases": r[5],
+                    "allowance": a.as_dict() if a else None,
                 }
             )
         return out
 
-    def count(self, dataset_id: str | None = None) -> int:
-        if dataset_id is None:
-            return int(self._con.execute("SELECT COUNT(*) FROM charges").fetchone()[0])
-        return int(
-            self._con.execute(
-                "SELECT COUNT(*) FROM charges WHERE dataset_id=?", (dataset_id,)
-            ).fetchone()[0]
-        )
-
     def summary(self) -> list[dict[str, Any]]:
-        """One row per dataset: total, spent, remaining, number of releases."""
+        """One row per dataset: total, spent, remaining, releases, relation, by principal."""
         rows = []
         for ds in self.datasets():
             b = self._require_budget(ds)
-            s = self._spent(ds, b.kind)
+            s = self._total(None, ds, "", b.kind)
             rows.append(
                 {
                     "dataset_id": ds,
+                    "relation": self.relation(ds),
                     "budget": b.as_dict(),
                     "spent": s.as_dict(),
                     "remaining": (b - s).clipped().as_dict(),
                     "releases": self.count(ds),
+                    "composition": _COMPOSITION[b.kind],
+                    "principals": self.principals(ds),
                 }
             )
         return rows
 
     def integrity_check(self) -> str:
-        return str(self._con.execute("PRAGMA integrity_check").fetchone()[0])
+        return str(self._read("PRAGMA integrity_check")[0][0])
+
+
+_CHARGE_COLS = (
+    "id, dataset_id, principal, created_at, kind, epsilon, delta, rho, mu2, guarantee, "
+    "mechanism, parameters, totals, prev_hash, hash"
+)
+
+_COMPOSITION = {
+    "pure": "exact sum of epsilon (basic composition; a valid privacy filter)",
+    "approx": "exact sums of epsilon and delta (basic composition; a valid privacy filter)",
+    "zcdp": "exact sum of rho (zCDP composition; a valid filter, Feldman & Zrnic 2021)",
+    "gdp": "exact sum of mu^2 (Gaussian DP; a valid filter, Smith & Thakurta 2022)",
+}
+
+
+def _rollback(con: sqlite3.Connection) -> None:
+    try:
+        con.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # no transaction left to roll back (SQLite already ended it)
+
+
+def _check_principal(principal: Any) -> str:
+    if not isinstance(principal, str) or not principal or len(principal) > 256:
+        raise ParameterError(
+            f"principal must be a non-empty string of at most 256 characters, got {principal!r}",
+            parameter="principal",
+        )
+    return principal
 
 
 def _check_id(dataset_id: Any) -> None:
     if not isinstance(dataset_id, str) or not dataset_id:
-        raise ValueError(f"dataset_id must be a non-empty string, got {dataset_id!r}")
+        raise ParameterError(
+            f"dataset_id must be a non-empty string, got {dataset_id!r}", parameter="dataset_id"
+        )

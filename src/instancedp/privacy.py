@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from . import _validate
+from .errors import ParameterError
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,141 @@ class ZCDP:
         return {"type": "zcdp", "rho": self.rho}
 
 
-Guarantee = PureDP | ApproxDP | ZCDP
+@dataclass(frozen=True)
+class GaussianDP:
+    """μ-Gaussian differential privacy (Dong, Roth & Su 2022, Def. 2.6).
+
+    The Gaussian mechanism with sensitivity Δ and noise σ is exactly (Δ/σ)-GDP
+    (ibid. Thm. 2.7); k adaptively chosen μᵢ-GDP releases compose to
+    √(Σμᵢ²)-GDP (ibid. Cor. 3.3), and the sum of μᵢ² is a valid privacy
+    filter when each μᵢ is chosen adaptively (Smith & Thakurta 2022, Thm. 3).
+    """
+
+    mu: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mu", _validate.finite_positive(self.mu, "mu"))
+
+    def to_zcdp(self) -> ZCDP:
+        """μ-GDP ⇒ (μ²/2)-zCDP: the Rényi divergences of N(0,1) and N(μ,1)
+        bound those of any μ-GDP pair (Dong, Roth & Su 2022, Prop. B.7)."""
+        return ZCDP(self.mu**2 / 2)
+
+    def to_approx(self, delta: float) -> ApproxDP:
+        """The exact (ε, δ) of μ-GDP at δ (Dong, Roth & Su 2022, Cor. 2.13)."""
+        d = _validate.delta(delta, allow_zero=False)
+        return ApproxDP(gdp_to_epsilon(self.mu, d), d)
+
+    def describe(self) -> str:
+        return f"{self.mu:g}-GDP"
+
+    def as_dict(self) -> dict:
+        return {"type": "gdp", "mu": self.mu}
+
+
+Guarantee = PureDP | ApproxDP | ZCDP | GaussianDP
+
+
+def gdp_delta(mu: float, epsilon: float) -> float:
+    """δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth & Su 2022, Cor. 2.13)."""
+    from scipy.special import log_ndtr
+
+    a = log_ndtr(-epsilon / mu + mu / 2)
+    b = epsilon + log_ndtr(-epsilon / mu - mu / 2)
+    return float(math.exp(a) * -math.expm1(b - a)) if b < a else 0.0
+
+
+def gdp_to_epsilon(mu: float, delta: float) -> float:
+    """Smallest ε ≥ 0 with μ-GDP ⇒ (ε, δ)-DP, rounded up (bisection on the exact δ(ε))."""
+    mu = _validate.finite_positive(mu, "mu")
+    delta = _validate.delta(delta, allow_zero=False)
+    if gdp_delta(mu, 0.0) <= delta:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while gdp_delta(mu, hi) > delta:
+        lo, hi = hi, 2 * hi
+    for _ in range(200):  # δ(ε) decreases in ε: keep hi feasible
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        if gdp_delta(mu, mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def gdp_mu_for(epsilon: float, delta: float) -> float:
+    """Largest μ with μ-GDP ⇒ (ε, δ)-DP, rounded down: the μ budget of an (ε, δ) target."""
+    epsilon = _validate.epsilon(epsilon)
+    delta = _validate.delta(delta, allow_zero=False)
+    lo, hi = 0.0, 1.0
+    while gdp_delta(hi, epsilon) <= delta:
+        lo, hi = hi, 2 * hi
+    for _ in range(200):  # δ(ε) increases in μ: keep lo feasible
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        if gdp_delta(mid, epsilon) <= delta:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def pure_to_gdp_mu(epsilon: float) -> float:
+    """ε-DP ⇒ μ-GDP with μ = −2Φ⁻¹(1/(1+e^ε)) (Dong, Roth & Su 2022, Prop. 2.5 with
+    the convexity of G_μ: G_μ meets the ε-DP trade-off curve at its symmetric
+    point and lies below the chord on each side)."""
+    from scipy.special import ndtri
+
+    epsilon = _validate.epsilon(epsilon)
+    return float(-2 * ndtri(1 / (1 + math.exp(epsilon))))
+
+
+def _pld_event(g: Guarantee, value_discretization: float) -> object:
+    import dp_accounting as dpa
+
+    pld = dpa.pld.privacy_loss_distribution
+    if isinstance(g, GaussianDP):
+        return pld.from_gaussian_mechanism(
+            1.0 / g.mu, sensitivity=1.0, value_discretization_interval=value_discretization
+        )
+    if isinstance(g, PureDP | ApproxDP):
+        a = g.to_approx()
+        # The (ε, δ) pair's own PLD (randomised response): dominates every (ε, δ)-DP
+        # mechanism, so it is valid whatever mechanism made the part.
+        return pld.from_privacy_parameters(
+            dpa.pld.common.DifferentialPrivacyParameters(a.epsilon, a.delta),
+            value_discretization_interval=value_discretization,
+        )
+    raise TypeError(f"a {g.describe()} part has no privacy-loss distribution here")
+
+
+def compose_parts(
+    parts: list[Guarantee], delta: float, *, value_discretization: float = 1e-4
+) -> ApproxDP:
+    """(ε, δ) of the parts of ONE release declared up front, composed by privacy-loss
+    distribution (Koskela et al. 2020; Doroshenko et al. 2022) with Google's
+    ``dp-accounting``; its discretisation is pessimistic, so the ε is an upper bound.
+
+    Only for parts fixed before any is released (a PLD total over adaptively
+    chosen releases is not a privacy filter).  Pure and (ε, δ) parts use the
+    PLD of their privacy parameters (the randomised-response pair, which
+    dominates every mechanism with that guarantee); GaussianDP parts their
+    exact Gaussian PLD.  zCDP parts are refused (no PLD from ρ alone).
+    """
+    if not parts:
+        raise ParameterError("parts must be a non-empty list", parameter="parts")
+    d = _validate.delta(delta, allow_zero=False)
+    from collections import Counter
+
+    total = None
+    for g, k in Counter(parts).items():  # identical parts compose by self-composition (FFT)
+        e = _pld_event(g, value_discretization)
+        e = e.self_compose(k) if k > 1 else e
+        total = e if total is None else total.compose(e)
+    return ApproxDP(float(total.get_epsilon_for_delta(d)), d)
 
 
 def _rdp_to_epsilon(alpha: float, rho: float, delta: float) -> float:

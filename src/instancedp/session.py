@@ -189,14 +189,21 @@ class Session:
         charged before any row is read; and each release is a total function
         of the rows under the public input policy of :data:`ANALYST_POLICY`.
     neighbours:
-        The neighbour relation of every release: ``"add_remove"`` (default;
+        The neighbour relation of every release, recorded in the ledger with
+        the dataset's budget: ``"add_remove"`` (the default for a new dataset;
         one row added or removed, the relation of OpenDP, Tumult and Google's
         libraries; nothing uses the row count) or ``"substitution"`` (one row
         replaced; the table's size is public).  A selection (``sql``,
         ``drop_missing``, and analyst mode's public input policy, which drops
         missing values) makes the selected rows' count private, so under
         substitution such a release is refused (use ``"add_remove"``).  Graph
-        statistics always use edge privacy.
+        statistics always use edge privacy.  None uses the relation the ledger
+        records for the dataset (a ledger migrated from version 1 records
+        ``"substitution"``) and says so in :attr:`relation_source`; a relation
+        other than the recorded one is refused.
+    principal:
+        Who charges (recorded with each charge, checked against an allowance
+        the ledger holds for it); default the OS user.
     """
 
     def __init__(
@@ -208,13 +215,14 @@ class Session:
         *,
         drop_missing: bool = False,
         analyst: bool = False,
-        neighbours: str = "add_remove",
+        neighbours: str | None = None,
+        principal: str | None = None,
     ) -> None:
         self._data = data
         self.dataset_id = "default" if dataset_id is None else dataset_id
         self.drop_missing = bool(drop_missing)
         self.analyst = bool(analyst)
-        self.neighbours = relation_for(neighbours)
+        self.neighbours = None if neighbours is None else relation_for(neighbours)
         if self.neighbours == "edge":
             raise ParameterError(
                 "neighbours must be 'add_remove' or 'substitution' (graph statistics use "
@@ -235,14 +243,21 @@ class Session:
                     "analyst mode needs the data owner's existing ledger: pass ledger=PATH",
                     parameter="ledger",
                 )
+        self.principal = principal
         if isinstance(ledger, Ledger):
             self.ledger = ledger
         else:
             # Without a budget there is nothing to create: a missing ledger is an error.
             self.ledger = Ledger(
-                ledger or ":memory:", create=budget is not None and not self.analyst
+                ledger or ":memory:",
+                create=budget is not None and not self.analyst,
+                principal=principal,
             )
-        self._budget = self.ledger.ensure_budget(self.dataset_id, budget)
+        self._budget = self.ledger.ensure_budget(self.dataset_id, budget, relation=self.neighbours)
+        #: where the relation came from: "session" (passed) or "ledger" (recorded)
+        self.relation_source = "session" if self.neighbours is not None else "ledger"
+        if self.neighbours is None:
+            self.neighbours = self.ledger.relation(self.dataset_id)
         self._cache: dict[Any, Any] = {}
 
     # -- budget ---------------------------------------------------------------
@@ -355,6 +370,7 @@ class Session:
             mechanism=getattr(mechanism, "name", type(mechanism).__name__),
             parameters=params,
             convert_delta=convert_delta,
+            principal=self.principal,
         )
         # The charge is committed: from here on, any failure leaves it in place
         # (an interrupted release can only over-count).
