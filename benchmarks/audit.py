@@ -74,7 +74,7 @@ def main() -> None:
         seed=args.seed,
         quick=args.quick,
         broken=[c for c, _ in broken],
-        secure=("laplace", "smooth-polyplace", "ptr"),
+        secure=("laplace", "smooth_sensitivity/polyplace", "propose_test_release"),
         secure_samples=20_000,
     )
     for row, (_, expected) in zip(rows[-len(broken) :], broken, strict=True):

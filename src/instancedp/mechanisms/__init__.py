@@ -1,4 +1,11 @@
-"""Release mechanisms, one module per paper mechanism (names load lazily)."""
+"""Release mechanisms, one module per paper mechanism (names load lazily).
+
+Every mechanism has one shape (``base.Mechanism``): ``Cls(query, epsilon, *,
+delta=None, …)`` with ε the total it charges, ``parameters()`` built by the
+base class, ``release`` = ``sample`` of one plus the record, and its exact law
+``output_distribution`` beside it where known.  Their names and descriptions
+live in one table, ``instancedp.registry``.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +29,9 @@ _NAMES = {
     "level_rates": "levels",
     "check_instance_noise": "levels",
     "SmallDB": "smalldb",
+    "PrivateRatio": "ratio",
+    "Mode": "stability",
+    "SmoothSensitivityBound": "bounded_ls",
 }
 
 __all__ = sorted(_NAMES)
