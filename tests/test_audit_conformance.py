@@ -68,8 +68,9 @@ def test_float_laplace_low_bits_are_caught():
         return lambda m, rng: x + rng.laplace(0.0, 1.0, m)
 
     # Distribution-level events alone miss it ...
-    blind = empirical_audit(textbook(0.0), textbook(1.0), 1.0, samples=20_000, seed=3,
-                            representation=False)
+    blind = empirical_audit(
+        textbook(0.0), textbook(1.0), 1.0, samples=20_000, seed=3, representation=False
+    )
     assert not blind.violated
     # ... the low-bit events find an event of probability ~0.075 vs 0.
     r = empirical_audit(textbook(0.0), textbook(1.0), 1.0, samples=20_000, seed=3)
@@ -106,8 +107,9 @@ def test_rare_exact_leak_is_caught_by_atom_events():
     leaky = RareExactLeak(Count(), 1.0)
     leaky.p = 2e-4
     s = mechanism_sampler(leaky)
-    blind = empirical_audit(s([1.0]), s([1.0, 1.0]), 1.0, samples=1_000_000, seed=6,
-                            low_bits=False, atoms=False)
+    blind = empirical_audit(
+        s([1.0]), s([1.0, 1.0]), 1.0, samples=1_000_000, seed=6, low_bits=False, atoms=False
+    )
     assert not blind.violated
     r = empirical_audit(s([1.0]), s([1.0, 1.0]), 1.0, samples=1_000_000, seed=6, low_bits=False)
     assert r.violated and "repeated value" in r.event
