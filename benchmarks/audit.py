@@ -1,18 +1,16 @@
 """Audit every built-in mechanism and every broken variant; write docs/results/audit.{md,json}.
 
-The broken variants are defined in tests/test_audit_mechanisms.py (they are
-deliberately not part of the library); this script loads them from there.
+The broken variants are defined in ``instancedp.audit.broken`` (shared with
+tests/test_audit_mechanisms.py); nothing here imports from tests/.
 Run from the repository root:  .venv/bin/python benchmarks/audit.py [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import platform
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -24,12 +22,9 @@ OUT = ROOT / "docs" / "results"
 
 
 def broken_cases() -> list:
-    path = ROOT / "tests" / "test_audit_mechanisms.py"
-    spec = importlib.util.spec_from_file_location("_audit_broken", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return [(b.build(), sorted(b.flagged_by)) for b in mod.BROKEN.values()]
+    from instancedp.audit.broken import BROKEN
+
+    return [(b.build(), sorted(b.flagged_by)) for b in BROKEN.values()]
 
 
 def fmt(v, digits: int = 4) -> str:
@@ -74,7 +69,7 @@ def main() -> None:
         seed=args.seed,
         quick=args.quick,
         broken=[c for c, _ in broken],
-        secure=("laplace", "smooth-polyplace", "ptr"),
+        secure=("laplace", "smooth_sensitivity/polyplace", "propose_test_release"),
         secure_samples=20_000,
     )
     for row, (_, expected) in zip(rows[-len(broken) :], broken, strict=True):
@@ -127,7 +122,7 @@ def main() -> None:
         )
     lines += [
         "",
-        "## Broken variants (defined in tests/test_audit_mechanisms.py)",
+        "## Broken variants (defined in instancedp.audit.broken)",
         "",
         "| variant | claim | verdict | flagged by (expected) | exact check | ε lower bound "
         "| samples | empirical s | fewest samples that flag | s at that size |",

@@ -8,13 +8,20 @@ had the seeds been drawn at random.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from instancedp.audit import empirical_audit
+from instancedp.audit import empirical_audit as _empirical_audit
 from instancedp.audit.empirical import cp_lower, cp_upper, epsilon_lower_bound
+
+# These tests exercise the distribution-level events with numpy's textbook
+# float Laplace, whose low bits leak (Mironov 2012): the representation events
+# (low bits, atoms) rightly flag it, so they are off here and tested on their
+# own in tests/test_audit_conformance.py.
+empirical_audit = partial(_empirical_audit, representation=False)
 
 
 def laplace(centre: float, scale: float):

@@ -10,7 +10,8 @@ from cli_support import cli
 
 def test_audit_list_run_and_bad_input():
     r = cli("audit", "--list")
-    assert r.returncode == 0 and "laplace" in r.stdout and "smooth-polyplace" in r.stdout
+    assert r.returncode == 0 and "laplace" in r.stdout
+    assert "smooth_sensitivity/polyplace" in r.stdout
     r = cli("audit", "laplace", "--epsilon", "1", "--samples", "20000", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -19,7 +20,7 @@ def test_audit_list_run_and_bad_input():
     # The Laplace mechanism's exact privacy loss is exactly ε (attained on the worst pair).
     assert abs(out["exact"]["measured"] - 1.0) < 1e-6
     assert out["empirical"]["epsilon_lower_bound"] <= 1.0
-    r = cli("audit", "ratio-ksw", "--epsilon", "1", "--samples", "20000")
+    r = cli("audit", "private_ratio/ksw", "--epsilon", "1", "--samples", "20000")
     assert r.returncode == 0, r.stderr
     assert "verdict     pass" in r.stdout
     _assert_bad(cli("audit", "nonsense"), "unknown mechanism 'nonsense'", "laplace")

@@ -313,13 +313,17 @@ def _level_of(data):
 
 
 def test_instance_based_noise_release_and_law():
-    mech = InstanceBasedNoise.from_levels(_level_of, [1.0, 10.0], None, _Sum(), 1.0, 1e-5)
+    # two levels: the only level graph is 0 ~ 1, i.e. layered (stated explicitly)
+    mech = InstanceBasedNoise.from_levels(_level_of, [1.0, 10.0], "layered", _Sum(), 1.0, 1e-5)
     lam = mech.rates
     rel = mech.release([0.5, 1.0], rng=simulation(1))
     assert rel.guarantee.epsilon == 1.0 and rel.guarantee.delta == 1e-5
     assert not rel.secure
     # Nothing data-dependent in the public record.
-    assert set(rel.parameters) == {"epsilon", "delta", "n_levels", "query"}
+    assert set(rel.parameters) == {
+        "epsilon", "delta", "n_levels", "rates", "query", "neighbours"
+    }
+    assert rel.parameters["rates"] == lam.tolist()  # public: from the public levels
     law = mech.output_distribution([0.5, 1.0])
     y = np.array([-3.0, 1.5, 7.0])
     np.testing.assert_allclose(

@@ -187,6 +187,9 @@ def test_two_triangle_mechanism_release():
     # One triangle, no 2-triangle: f = 0, 4 edges ⇒ level 4, density λ_4/2 at 0.
     assert law.pdf(np.array([0.0]))[0] == pytest.approx(lam / 2)
     rel = mech.release(edges, rng=simulation(0))
-    assert set(rel.parameters) == {"epsilon", "delta", "n_levels", "query"}
+    assert set(rel.parameters) == {
+        "epsilon", "delta", "n_levels", "rates", "query", "query_parameters", "neighbours"
+    }
+    assert rel.parameters["neighbours"] == "edge"  # public: from the query, not the edges
     with pytest.raises(ValueError, match="n_vertices"):
         tt.two_triangle_mechanism(2, 1.0, 1e-6)

@@ -90,7 +90,32 @@ def test_normalise_option():
     m = sp.csr_matrix(np.array([[1, 3, 0], [0, 0, 1], [0, 0, 0]]))
     assert as_graph(m, normalise=True).edge_set() == {(0, 1), (1, 2)}
     assert as_graph(nx.MultiGraph([(0, 1), (0, 1)]), normalise=True).n_edges == 1
-    assert TriangleCount(normalise=True).value([[0, 1], [1, 0], [1, 2], [2, 0]]) == 1
+    edges = [[0, 1], [1, 0], [1, 2], [2, 0]]
+    assert TriangleCount(n_vertices=3, normalise=True).value(edges) == 1
+
+
+def test_edge_list_needs_public_vertex_count():
+    # Under edge privacy the vertex set is public; an edge list does not fix it
+    # (max id + 1 of the private edges moves when an edge to a new vertex is
+    # added), so graph queries refuse it without n_vertices — for every
+    # mechanism, e.g. SmoothSensitivityMechanism(TriangleCount(), 1).release(edges).
+    from instancedp.errors import ParameterError
+    from instancedp.mechanisms import SmoothSensitivityMechanism
+    from instancedp.random import simulation
+
+    edges = [[0, 1], [1, 2], [2, 0]]
+    with pytest.raises(ParameterError, match="n_vertices") as err:
+        SmoothSensitivityMechanism(TriangleCount(), 1.0).release(edges, rng=simulation(0))
+    assert err.value.parameter == "n_vertices"
+    # With the public count the release works, and a neighbour that adds an
+    # edge to a new vertex gives the same public record.
+    mech = SmoothSensitivityMechanism(TriangleCount(n_vertices=5), 1.0)
+    a = mech.release(edges, rng=simulation(0)).to_dict()
+    b = mech.release([*edges, [3, 4]], rng=simulation(0)).to_dict()
+    a.pop("value"), b.pop("value")
+    assert a == b
+    # A Graph, adjacency matrix or networkx graph states its own vertex set.
+    assert TriangleCount().value(nx.Graph([(0, 1), (1, 2), (2, 0)])) == 1
     with pytest.raises(ValueError, match="n_vertices"):
         as_graph(np.array([[0, 5]]), n_vertices=3)
 

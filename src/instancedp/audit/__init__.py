@@ -6,11 +6,16 @@
   on ε from samples, for any mechanism;
 - :func:`in_distribution` (module :mod:`.in_distribution`): DP in distribution
   (Canard–Olivier, Def. 8);
-- :mod:`.catalogue`: built-in mechanisms and neighbour pairs for ``instancedp audit``.
+- :func:`~.conformance.check_sampling` (module :mod:`.conformance`): does the
+  release path (``mechanism.sample``) draw the declared law?
+- :mod:`.catalogue`: the registry's examples as audit cases for ``instancedp audit``;
+- :mod:`.harness`: the release-path harness over every registered mechanism ×
+  statistic on adversarial neighbours.
 """
 
 from __future__ import annotations
 
+from .conformance import SamplingCheck, check_sampling
 from .empirical import AuditResult, empirical_audit
 from .in_distribution import in_distribution
 from .profile import (
@@ -28,10 +33,12 @@ from .profile import (
 __all__ = [
     "AuditResult",
     "MechanismCheck",
+    "SamplingCheck",
     "PrivacyLoss",
     "PrivacyProfile",
     "check_distributions",
     "check_mechanism",
+    "check_sampling",
     "empirical_audit",
     "in_distribution",
     "max_privacy_loss",

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from ..errors import ParameterError
 from ..privacy import ZCDP, ApproxDP, Guarantee, PureDP, zcdp_to_epsilon
 from .empirical import empirical_audit
 from .profile import check_distributions, neighbour_pairs_from_brute
@@ -62,6 +63,9 @@ class AuditCase:
     empirical_pair: tuple[Any, Any] | None = None
     orders: Sequence[float] = ZCDP_ORDERS
     mechanism: Any = None  # the package mechanism, when the case wraps one
+    #: True when ``sampler`` reproduces the release's floating-point rounding
+    #: (the exact path): the empirical audit then also tests low-bit and atom events.
+    exact_rounding: bool = False
 
 
 def audit_epsilon_delta(guarantee: Guarantee) -> tuple[float, float]:
@@ -116,7 +120,13 @@ def audit_case(
         pair = case.empirical_pair or worst or case.pairs[0]
         eps, dl = audit_epsilon_delta(case.guarantee)
         res = empirical_audit(
-            case.sampler(pair[0]), case.sampler(pair[1]), eps, dl, samples=samples, seed=seed
+            case.sampler(pair[0]),
+            case.sampler(pair[1]),
+            eps,
+            dl,
+            samples=samples,
+            seed=seed,
+            low_bits=case.exact_rounding,
         )
         out["empirical"] = {**res.as_dict(), "pair": _jsonable(pair)}
         flagged |= res.violated
@@ -199,64 +209,32 @@ def release_sampler(mechanism: Any, data: Any) -> Sampler:
     return sample
 
 
-def mechanism_sampler(mechanism: Any) -> Callable[[Any], Sampler]:
-    """A fast sampler factory for the package's mechanisms (release loop otherwise)."""
-    from ..mechanisms import (
-        BoundedLocalSensitivity,
-        ExponentialMechanism,
-        ExponentialQuantile,
-        GaussianMechanism,
-        InstanceBasedNoise,
-        LaplaceMechanism,
-        ProposeTestRelease,
-        SmallDB,
-        SmoothSensitivityMechanism,
-        StableRelease,
-    )
-    from ..noise import Gaussian, Laplace
+def mechanism_sampler(mechanism: Any, exact: bool = False) -> Callable[[Any], Sampler]:
+    """Sampler factory for a package mechanism: its own :meth:`sample`, i.e. the
+    code that releases (seeded; ``exact=True`` takes the secure path's exact,
+    correctly rounded noise with a seeded source)."""
+    from ..random import simulation
 
-    m = mechanism
-    if isinstance(m, SmoothSensitivityMechanism):
-        return lambda d: lambda k, rng: m.sample(d, k, rng)
-    if isinstance(m, LaplaceMechanism):
-        return lambda d: additive_sampler(m.query.value(d), m.scale, Laplace(1.0))
-    if isinstance(m, GaussianMechanism):
-        return lambda d: additive_sampler(m.query.value(d), m.sigma, Gaussian(1.0))
-    if isinstance(m, InstanceBasedNoise):
-        return lambda d: additive_sampler(m.query.value(d), 1.0 / m._rate(d), Laplace(1.0))
-    if isinstance(m, ProposeTestRelease):
-        return lambda d: refusal_sampler(
-            m.pass_probability(d),
-            additive_sampler(m.query.value(d), m.bound / (m.epsilon / 2), Laplace(1.0)),
-        )
-    if isinstance(m, StableRelease):
-        return lambda d: atoms_sampler(m.output_distribution(d).atoms)
-    if isinstance(m, (ExponentialMechanism, SmallDB)):
-        cands = list(m.candidates)
-        return lambda d: atoms_sampler(dict(zip(cands, m.output_probabilities(d), strict=True)))
-    if isinstance(m, ExponentialQuantile):
-        from ..mechanisms.quantile import exponential_quantile_sample
+    def factory(d: Any) -> Sampler:
+        def sample(k: int, rng: np.random.Generator) -> Any:
+            src = simulation(rng)
+            if exact:
+                src.exact = True  # type: ignore[attr-defined]
+            return mechanism.sample(d, k, src)
 
-        return lambda d: (
-            lambda k, rng: exponential_quantile_sample(d, m.q, m.lower, m.upper, m.epsilon, k, rng)
-        )
-    if isinstance(m, BoundedLocalSensitivity) and hasattr(m.bound_mechanism, "shift"):
-        return lambda d: _bounded_ls_sampler(m, d)
-    return lambda d: release_sampler(m, d)
+        return sample
+
+    return factory
 
 
-def _bounded_ls_sampler(m: Any, data: Any) -> Sampler:
-    """g = SS_β·exp(c·L + shift), L ~ Lap(1); value + (g/ε2)·Lap(1)."""
-    bm = m.bound_mechanism
-    ss = float(m.query.smooth_sensitivity(data, beta=bm.beta_for(m.epsilon_bound, m.delta)))
-    c, shift = bm.shift(m.epsilon_bound, m.delta)
-    value = float(m.query.value(data))
+def exact_simulation(seed: Any = None) -> Any:
+    """A seeded source that takes the secure path's exact noise (audits only;
+    releases made with it are marked ``secure=False``)."""
+    from ..random import simulation
 
-    def sample(k: int, rng: np.random.Generator) -> np.ndarray:
-        g = ss * np.exp(c * rng.laplace(0.0, 1.0, k) + shift)
-        return value + g / m.epsilon_release * rng.laplace(0.0, 1.0, k)
-
-    return sample
+    src = simulation(seed)
+    src.exact = True  # type: ignore[attr-defined]
+    return src
 
 
 def mechanism_case(
@@ -267,19 +245,9 @@ def mechanism_case(
     exact: bool = True,
     **kw: Any,
 ) -> AuditCase:
-    """An AuditCase for a package mechanism (law from ``output_distribution`` /
-    ``output_probabilities`` when ``exact``)."""
-    law = None
-    if exact and hasattr(mechanism, "output_distribution"):
-        law = mechanism.output_distribution
-    elif exact and hasattr(mechanism, "output_probabilities"):
-        cands = list(getattr(mechanism, "candidates", []))
-
-        def law(d: Any) -> dict:
-            p = np.asarray(mechanism.output_probabilities(d), dtype=float)
-            keys = cands if len(cands) == p.size else list(range(p.size))
-            return dict(zip(keys, p.tolist(), strict=True))
-
+    """An AuditCase for a package mechanism: law from ``output_distribution``
+    (when ``exact``), samples from ``sample`` (the release path)."""
+    law = getattr(mechanism, "output_distribution", None) if exact else None
     return AuditCase(
         name,
         description,
@@ -292,13 +260,31 @@ def mechanism_case(
     )
 
 
+def example_case(name: str, description: str, example: Any) -> AuditCase:
+    """The AuditCase of a registry :class:`~instancedp.registry.Example`."""
+    case = mechanism_case(name, description, example.mechanism, example.pairs)
+    if example.law is not None:
+        case.law = example.law
+    if example.empirical_pair is not None:
+        case.empirical_pair = example.empirical_pair
+    if example.orders is not None:
+        case.orders = example.orders
+    return case
+
+
 # ---------------------------------------------------------------------------
-# The catalogue
+# The examples the registry names (small domains, brute-force neighbour pairs)
 
 #: Domain and size of the order-statistic cases: datasets of 3 values from it.
 MEDIAN_DOMAIN = (0.0, 1.0, 2.0, 4.0, 8.0)
 MEDIAN_BOUNDS = (0.0, 8.0)
 CATEGORIES = ("a", "b", "c")
+
+
+def _example(*args: Any, **kw: Any) -> Any:
+    from ..registry import Example
+
+    return Example(*args, **kw)
 
 
 def _median_pairs(small: bool = False) -> list[tuple[Any, Any]]:
@@ -312,114 +298,115 @@ def _median():
     return Median(*MEDIAN_BOUNDS, neighbours="substitution")
 
 
-def _smooth(family: str, small: bool = False):
-    def build(eps: float, delta: float | None) -> AuditCase:
+#: Families whose density is a numerical integral: the small domain keeps the checks fast.
+_SLOW_FAMILIES = ("laplace_log_normal", "uniform_log_normal", "arsinh_normal")
+
+
+def smooth_example(family: str):
+    def build(eps: float, delta: float | None) -> Any:
         from ..mechanisms import SmoothSensitivityMechanism
 
         kw = {"delta": delta if delta is not None else 1e-5} if family == "laplace" else {}
         mech = SmoothSensitivityMechanism(_median(), eps, noise=family, **kw)
-        return mechanism_case(
-            f"smooth-{family}", _DESCR[f"smooth-{family}"], mech, _median_pairs(small)
-        )
+        return _example(mech, _median_pairs(family in _SLOW_FAMILIES))
 
     return build
 
 
-def _smooth_triangles(eps: float, delta: float | None) -> AuditCase:
+def smooth_triangles_example(eps: float, delta: float | None) -> Any:
     from ..mechanisms import SmoothSensitivityMechanism
     from ..queries.graphs import TriangleCount
 
-    mech = SmoothSensitivityMechanism(TriangleCount(), eps, noise="polyplace")
-    pairs = neighbour_pairs_from_brute((), 4, "edge")
-    return mechanism_case("smooth-triangles", _DESCR["smooth-triangles"], mech, pairs)
+    mech = SmoothSensitivityMechanism(TriangleCount(n_vertices=4), eps, noise="polyplace")
+    return _example(mech, neighbour_pairs_from_brute((), 4, "edge"))
 
 
-def _laplace(eps: float, delta: float | None) -> AuditCase:
+def laplace_example(eps: float, delta: float | None) -> Any:
     from ..mechanisms import LaplaceMechanism
 
-    mech = LaplaceMechanism(_median(), eps)
-    return mechanism_case("laplace", _DESCR["laplace"], mech, _median_pairs())
+    return _example(LaplaceMechanism(_median(), eps), _median_pairs())
 
 
-def _laplace_sum(eps: float, delta: float | None) -> AuditCase:
+def laplace_sum_example(eps: float, delta: float | None) -> Any:
     from ..mechanisms import LaplaceMechanism
     from ..queries import Sum
 
-    mech = LaplaceMechanism(Sum(-1.0, 1.0), eps)
     pairs = neighbour_pairs_from_brute((-1.0, 0.0, 1.0), 2, "add_remove")
-    return mechanism_case("laplace-sum", _DESCR["laplace-sum"], mech, pairs)
+    return _example(LaplaceMechanism(Sum(-1.0, 1.0), eps), pairs)
 
 
-def _gaussian(calibration: str):
-    def build(eps: float, delta: float | None) -> AuditCase:
+def gaussian_example(calibration: str):
+    def build(eps: float, delta: float | None) -> Any:
         from ..mechanisms import GaussianMechanism
 
-        mech = GaussianMechanism(_median(), eps, delta or 1e-5, calibration=calibration)
-        name = f"gaussian-{calibration.replace('_', '-')}"
-        return mechanism_case(name, _DESCR[name], mech, _median_pairs())
+        mech = GaussianMechanism(_median(), eps, delta=delta or 1e-5, calibration=calibration)
+        return _example(mech, _median_pairs())
 
     return build
 
 
-def _ptr(eps: float, delta: float | None) -> AuditCase:
+def ptr_example(eps: float, delta: float | None) -> Any:
     from ..mechanisms import ProposeTestRelease
 
-    mech = ProposeTestRelease(_median(), 2.0, eps, delta or 1e-3)
-    return mechanism_case("ptr", _DESCR["ptr"], mech, _median_pairs())
+    mech = ProposeTestRelease(_median(), eps, delta=delta or 1e-3, bound=2.0)
+    return _example(mech, _median_pairs())
 
 
-def _bounded_ls(eps: float, delta: float | None) -> AuditCase:
+def bounded_ls_example(eps: float, delta: float | None) -> Any:
     from ..mechanisms import BoundedLocalSensitivity
 
-    mech = BoundedLocalSensitivity(_median(), None, eps / 2, eps / 2, delta or 1e-3)
-    case = mechanism_case("bounded-ls", _DESCR["bounded-ls"], mech, _median_pairs(small=True))
+    mech = BoundedLocalSensitivity(_median(), eps, delta=delta or 1e-3)
     # The law is a Laplace mixture over a midpoint rule for the noisy bound;
     # 1001 nodes keep each check fast (the small domain keeps the pairs few).
-    case.law = lambda d: mech.output_distribution(d, points=1001)
-    return case
-
-
-def _exp_quantile(eps: float, delta: float | None) -> AuditCase:
-    from ..mechanisms import ExponentialQuantile
-
-    mech = ExponentialQuantile(0.5, *MEDIAN_BOUNDS, eps)
-    return mechanism_case(
-        "exponential-quantile", _DESCR["exponential-quantile"], mech, _median_pairs()
+    return _example(
+        mech,
+        _median_pairs(small=True),
+        law=lambda d: mech.output_distribution(d, points=1001),
     )
+
+
+def exp_quantile_example(eps: float, delta: float | None) -> Any:
+    from ..mechanisms import ExponentialQuantile
+    from ..registry import get
+
+    mech = get("exponential_quantile").make(_median(), eps)
+    assert isinstance(mech, ExponentialQuantile)
+    return _example(mech, _median_pairs())
 
 
 def _category_pairs(n: int = 4) -> list[tuple[Any, Any]]:
     return neighbour_pairs_from_brute(CATEGORIES, n, "substitution")
 
 
-def _stable_mode(eps: float, delta: float | None) -> AuditCase:
+def stable_mode_example(eps: float, delta: float | None) -> Any:
     from ..mechanisms import StableRelease
     from ..mechanisms.stability import Mode
 
-    mech = StableRelease(Mode(list(CATEGORIES)), eps, delta or 1e-3)
-    return mechanism_case("stable-mode", _DESCR["stable-mode"], mech, _category_pairs(6))
+    mech = StableRelease(Mode(list(CATEGORIES)), eps, delta=delta or 1e-3)
+    return _example(mech, _category_pairs(6))
 
 
-def _exponential(eps: float, delta: float | None) -> AuditCase:
+def category_counts(data: Any, cands: Sequence[str]) -> np.ndarray:
+    """Count of each candidate label in ``data`` (the exponential example's score)."""
+    items = list(data)
+    return np.array([items.count(c) for c in cands], dtype=float)
+
+
+def exponential_example(eps: float, delta: float | None) -> Any:
     from ..mechanisms import ExponentialMechanism
 
-    def counts(data: Any, cands: Sequence[str]) -> np.ndarray:
-        items = list(data)
-        return np.array([items.count(c) for c in cands], dtype=float)
-
     # Under substitution one changed record moves each count by at most 1.
-    mech = ExponentialMechanism(list(CATEGORIES), counts, 1.0, eps)
-    return mechanism_case("exponential", _DESCR["exponential"], mech, _category_pairs())
+    mech = ExponentialMechanism(list(CATEGORIES), category_counts, 1.0, eps)
+    return _example(mech, _category_pairs())
 
 
-def _smalldb(eps: float, delta: float | None) -> AuditCase:
+def smalldb_example(eps: float, delta: float | None) -> Any:
     from ..mechanisms import SmallDB
 
     universe = [0, 1, 2]
     queries = [lambda x: x >= 1, lambda x: x == 2]
     mech = SmallDB(universe, queries, 0.5, eps, size=2)
-    pairs = neighbour_pairs_from_brute(universe, 3, "substitution")
-    return mechanism_case("smalldb", _DESCR["smalldb"], mech, pairs)
+    return _example(mech, neighbour_pairs_from_brute(universe, 3, "substitution"))
 
 
 def median_levels() -> tuple[Callable[[Any], int], np.ndarray, dict[int, list[int]]]:
@@ -454,14 +441,14 @@ def median_levels() -> tuple[Callable[[Any], int], np.ndarray, dict[int, list[in
     return level_of, levels, {k: sorted(v) for k, v in adjacency.items()}
 
 
-def _levels(eps: float, delta: float | None) -> AuditCase:
+def levels_example(eps: float, delta: float | None) -> Any:
     from ..mechanisms import InstanceBasedNoise
 
     level_of, levels, adjacency = median_levels()
     mech = InstanceBasedNoise.from_levels(
         level_of, levels, adjacency, _median(), eps, delta or 1e-3
     )
-    return mechanism_case("instance-levels", _DESCR["instance-levels"], mech, _median_pairs())
+    return _example(mech, _median_pairs())
 
 
 def ratio_pairs() -> list[tuple[Any, Any]]:
@@ -474,95 +461,59 @@ def ratio_pairs() -> list[tuple[Any, Any]]:
     return pairs
 
 
-def _ratio(method: str):
-    def build(eps: float, delta: float | None) -> AuditCase:
-        from ..mechanisms.ratio import PrivateRatio, simulate
+def ratio_example(method: str):
+    def build(eps: float, delta: float | None) -> Any:
+        from ..mechanisms.ratio import PrivateRatio
 
         dl = (delta or 1e-3) if method == "bounded_ls" else None
-        mech = PrivateRatio(eps, method=method, delta=dl)
-
-        def sampler(d: Any) -> Sampler:
-            a, b = PrivateRatio.counts(list(d))
-
-            def sample(k: int, rng: np.random.Generator) -> np.ndarray:
-                kw = {"delta": dl} if dl is not None else {}
-                v = np.asarray(simulate(method, a, b, eps, k, rng, **kw), dtype=float)
-                # Same post-processing as release: clip to [0, 1], NaN → 0.5.
-                return np.where(np.isnan(v), 0.5, np.clip(v, 0.0, 1.0))
-
-            return sample
-
-        name = f"ratio-{method.replace('_', '-')}"
+        mech = PrivateRatio(None, eps, method=method, delta=dl)
         pairs = ratio_pairs()
         # No closed-form law: audited empirically on the smallest counts.
-        return AuditCase(name, _DESCR[name], mech.guarantee, pairs, sampler, None, pairs[0])
+        return _example(mech, pairs, empirical_pair=pairs[0])
 
     return build
 
 
-_DESCR: dict[str, str] = {
-    "laplace": "Laplace mechanism, median on [0, 8] with global sensitivity (pure ε-DP)",
-    "laplace-sum": "Laplace mechanism, sum on [−1, 1] under add/remove (pure ε-DP)",
-    "gaussian-analytic": "Gaussian, Balle–Wang analytic σ, median on [0, 8] ((ε, δ)-DP)",
-    "gaussian-classic": "Gaussian, classic σ = √(2 ln(1.25/δ))·Δ/ε, needs ε < 1 ((ε, δ)-DP)",
-    "gaussian-canard-olivier": "Gaussian, Canard–Olivier Prop. 11 σ ((ε, δ)-DP)",
-    "smooth-polyplace": "median + SS_γ·PolyPlace (Hladík–Tětek Thm. 8, pure ε-DP)",
-    "smooth-student_t": "median + SS_γ·Student t (Bun–Steinke, pure ε-DP)",
-    "smooth-cauchy": "median + SS_γ·generalized Cauchy (NRS, pure ε-DP)",
-    "smooth-laplace": "median + SS_γ·Laplace (NRS Lemma 2.5, (ε, δ)-DP)",
-    "smooth-laplace_log_normal": "median + SS_t·Laplace-log-normal (Bun–Steinke, ½ε²-zCDP)",
-    "smooth-uniform_log_normal": "median + SS_t·uniform-log-normal (Bun–Steinke, ½ε²-zCDP)",
-    "smooth-arsinh_normal": "median + SS_t·arsinh-normal (Bun–Steinke, ½ε²-zCDP)",
-    "smooth-triangles": "triangle count + SS_γ·PolyPlace, edge privacy, all 4-vertex graphs",
-    "ptr": "propose-test-release, median, bound b = 2 ((ε, δ)-DP, 003 Prop. 15.5)",
-    "bounded-ls": "median + Lap(g/ε2), g a private bound on LS (004 Thm. 1, (ε, δ)-DP)",
-    "exponential-quantile": "median by the exponential mechanism over [0, 8] (pure ε-DP)",
-    "stable-mode": "stable release of the mode of 3 categories ((ε, δ)-DP, 003 §15.1)",
-    "exponential": "exponential mechanism choosing the most frequent of 3 categories (ε-DP)",
-    "smalldb": "SmallDB over a 3-element universe, 2 counting queries (ε-DP)",
-    "instance-levels": "Canard–Olivier instance-based Laplace on median LS levels (Alg. 1)",
-    "ratio-ksw": "share a/b, Kulesza–Suresh–Wang ratio, add/remove (pure ε-DP)",
-    "ratio-naive": "share a/b, (a + Lap(2/ε))/(b + Lap(2/ε)), add/remove (pure ε-DP)",
-    "ratio-bounded-ls": "share a/b with privately bounded LS (004, (ε, δ)-DP)",
-}
+# ---------------------------------------------------------------------------
+# The catalogue: generated from the registry
 
-_BUILDERS: dict[str, Callable[[float, float | None], AuditCase]] = {
-    "laplace": _laplace,
-    "laplace-sum": _laplace_sum,
-    "gaussian-analytic": _gaussian("analytic"),
-    "gaussian-classic": _gaussian("classic"),
-    "gaussian-canard-olivier": _gaussian("canard_olivier"),
-    "smooth-polyplace": _smooth("polyplace"),
-    "smooth-student_t": _smooth("student_t"),
-    "smooth-cauchy": _smooth("cauchy"),
-    "smooth-laplace": _smooth("laplace"),
-    "smooth-laplace_log_normal": _smooth("laplace_log_normal", small=True),
-    "smooth-uniform_log_normal": _smooth("uniform_log_normal", small=True),
-    "smooth-arsinh_normal": _smooth("arsinh_normal", small=True),
-    "smooth-triangles": _smooth_triangles,
-    "ptr": _ptr,
-    "bounded-ls": _bounded_ls,
-    "exponential-quantile": _exp_quantile,
-    "stable-mode": _stable_mode,
-    "exponential": _exponential,
-    "smalldb": _smalldb,
-    "instance-levels": _levels,
-    "ratio-ksw": _ratio("ksw"),
-    "ratio-naive": _ratio("naive"),
-    "ratio-bounded-ls": _ratio("bounded_ls"),
-}
 
-#: Names accepted by ``instancedp audit NAME`` → one-line description.
-CATALOGUE: dict[str, str] = dict(_DESCR)
+def _catalogue() -> dict[str, tuple[Any, Callable[[float, float | None], Any]]]:
+    from ..registry import examples
+
+    return {name: (entry, builder) for name, entry, builder in examples()}
+
+
+def catalogue_names() -> dict[str, str]:
+    """Names accepted by ``instancedp audit NAME`` → one-line description."""
+    out = {}
+    for name, (entry, _builder) in _catalogue().items():
+        variant = name.partition("/")[2]
+        out[name] = entry.description + (f" [{variant}]" if variant else "")
+    return out
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CATALOGUE":  # computed on access so registered toys appear
+        return catalogue_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_case(name: str, epsilon: float = 1.0, delta: float | None = None) -> AuditCase:
     """The catalogue case ``name`` at (ε, δ) (δ defaults per mechanism when None)."""
-    if name not in _BUILDERS:
-        raise ValueError(f"mechanism must be one of {', '.join(sorted(_BUILDERS))}; got {name!r}")
+    cat = _catalogue()
+    if name not in cat:
+        raise ParameterError(
+            f"mechanism must be one of {', '.join(sorted(cat))}; got {name!r}",
+            parameter="mechanism",
+            allowed=", ".join(sorted(cat)),
+        )
     eps = _validate.epsilon(epsilon)
     dl = None if delta is None else _validate.delta(delta, allow_zero=False)
-    return _BUILDERS[name](eps, dl)
+    entry, builder = cat[name]
+    variant = name.partition("/")[2]
+    description = entry.description + (f" [{variant}]" if variant else "")
+    return example_case(name, description, builder(eps, dl))
 
 
 def run_audit(
@@ -644,27 +595,28 @@ def audit_table(
     lower bound, samples and times.  For broken cases also the smallest number
     of samples (on :data:`SAMPLE_LADDER`) at which the empirical audit flags
     them.  For the catalogue names in ``secure``, one more row audits the real
-    release path (secure source, exact noise; ``secure_samples`` releases per
-    input, not reproducible) on the exact check's worst pair.  ``quick`` uses
+    release path's rounding (``sample`` with a seeded source on the exact noise
+    path, ``secure_samples`` outputs per input, low-bit and atom events on) on
+    the exact check's worst pair.  ``quick`` uses
     20 000 samples, skips the ladder and the secure rows."""
     if quick:
         samples = min(samples, 20_000)
         secure = ()
     rows = []
-    for name in CATALOGUE:
-        eps = min(epsilon, 0.9) if name == "gaussian-classic" else epsilon
+    for name in catalogue_names():
+        eps = min(epsilon, 0.9) if name == "gaussian/classic" else epsilon
         case = build_case(name, eps)
         res = audit_case(case, samples, seed)
         rows.append(_row(res, "shipped"))
         if name in secure and case.mechanism is not None:
             i = (res["exact"] or {}).get("worst_pair_index")
             pair = case.pairs[i] if i is not None else case.pairs[0]
-            mech = case.mechanism
             sec = replace(
                 case,
-                name=f"{name} (secure release path)",
-                sampler=lambda d, mech=mech: secure_release_sampler(mech, d),
+                name=f"{name} (release rounding: exact path)",
+                sampler=mechanism_sampler(case.mechanism, exact=True),
                 empirical_pair=pair,
+                exact_rounding=True,
             )
             rows.append(_row(audit_case(sec, secure_samples, seed, exact=False), "secure"))
     for case in broken:

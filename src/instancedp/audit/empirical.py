@@ -14,7 +14,13 @@ in the manner of DP-Sniper (Bichsel et al. 2021) and StatDP (Ding et al. 2018):
    likelihood-ratio test of DP-Sniper — unions of the cells with the highest
    estimated ratio, in both directions (x against x′ and x′ against x).  Each
    candidate is scored with the bound below on the selection half, and the best
-   ``events`` distinct candidates go on.
+   ``events`` distinct candidates go on.  Two more partitions look below the
+   distribution's shape, at the floating-point representation: **low bits**
+   (sign, binary exponent and the 4 lowest significand bits of each finite
+   output: Mironov 2012's attack on textbook float Laplace makes some of those
+   cells impossible on one input), and **atoms** (each value seen at least
+   twice in the pooled selection half: a continuous release repeats a value
+   with negligible probability, so repeats are point masses).
 2. **Test** (second half).  For each chosen event, one-sided Clopper–Pearson
    bounds give p̲ ≤ P_x(E) and p̄′ ≥ P_x′(E), and the lower confidence bound
 
@@ -181,6 +187,74 @@ class _Cells:
         return " or ".join(parts) if parts else "(empty)"
 
 
+class _KeyCells:
+    """Cells from a key function on outputs (keys seen in the pooled selection half)."""
+
+    exact = False
+
+    def __init__(self, pooled: Any, key: Callable[[Any], np.ndarray], label: str) -> None:
+        self._key = key
+        self._label = label
+        keys = key(pooled)
+        self._keys = sorted({k for k in keys.tolist() if k is not None}, key=repr)
+        self._index = {k: i for i, k in enumerate(self._keys)}
+        self.n_numeric = len(self._keys)
+        self.n_cells = self.n_numeric + 1  # + "unseen / not applicable"
+        self.categories: dict[Hashable, int] = {}
+
+    def assign(self, outputs: Any) -> np.ndarray:
+        keys = self._key(outputs).tolist()
+        return np.array([self._index.get(k, self.n_cells - 1) for k in keys], dtype=np.int64)
+
+    def describe(self, members: np.ndarray) -> str:
+        ks = [self._keys[int(m)] for m in members if m < self.n_numeric]
+        more = f" ... {len(ks) - 6} more" if len(ks) > 6 else ""
+        return f"{self._label} in {{{', '.join(map(str, ks[:6]))}{more}}}"
+
+
+def _low_bits_keys(outputs: Any) -> np.ndarray:
+    """(sign, binary exponent, 4 lowest significand bits) of finite nonzero outputs."""
+    num, _ = _split(outputs)
+    out = np.full(num.size, None, dtype=object)
+    ok = np.isfinite(num) & (num != 0)
+    v = num[ok]
+    bits = v.view(np.uint64)
+    exp = ((bits >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64) - 1023
+    low = (bits & np.uint64(0xF)).astype(np.int64)
+    sign = np.where(v < 0, "-", "+")
+    parts = zip(sign, exp.tolist(), low.tolist(), strict=True)
+    out[ok] = [f"{s}2^{e}:{lo:x}" for s, e, lo in parts]
+    return out
+
+
+class _AtomCells:
+    """One cell per finite value seen at least twice in the pooled selection half."""
+
+    exact = False
+
+    def __init__(self, pooled: Any) -> None:
+        num, _ = _split(pooled)
+        vals, counts = np.unique(num[np.isfinite(num)], return_counts=True)
+        self.atoms = vals[counts >= 2]
+        self.n_numeric = int(self.atoms.size)
+        self.n_cells = self.n_numeric + 1
+        self.categories: dict[Hashable, int] = {}
+
+    def assign(self, outputs: Any) -> np.ndarray:
+        num, _ = _split(outputs)
+        cells = np.full(num.size, self.n_cells - 1, dtype=np.int64)
+        if self.n_numeric:
+            pos = np.minimum(np.searchsorted(self.atoms, num), self.n_numeric - 1)
+            hit = np.isfinite(num) & (self.atoms[pos] == num)
+            cells[hit] = pos[hit]
+        return cells
+
+    def describe(self, members: np.ndarray) -> str:
+        vals = [f"{self.atoms[int(m)]!r}" for m in members if m < self.n_numeric]
+        more = f" ... {len(vals) - 6} more" if len(vals) > 6 else ""
+        return f"y (a repeated value) in {{{', '.join(vals[:6])}{more}}}"
+
+
 def _split(outputs: Any) -> tuple[np.ndarray, list[Hashable]]:
     """Numeric view (NaN where not a finite number) and the category keys of
     the non-finite / non-numeric outputs, in order."""
@@ -242,6 +316,12 @@ def _candidates(cells: _Cells, cx: np.ndarray, cy: np.ndarray) -> list[np.ndarra
     return orders
 
 
+def _candidates_unordered(cx: np.ndarray, cy: np.ndarray) -> list[np.ndarray]:
+    """Likelihood-ratio orders only (cells without a numeric order)."""
+    ratio = (cx + 0.5) / (cy + 0.5)
+    return [np.argsort(-ratio, kind="stable"), np.argsort(ratio, kind="stable")]
+
+
 def _score_orders(
     orders: list[np.ndarray], cx: np.ndarray, cy: np.ndarray, n: int, delta: float, level: float
 ) -> list[tuple[float, int, int, int]]:
@@ -289,6 +369,9 @@ def empirical_audit(
     alpha: float = 1e-3,
     events: int = 3,
     bins: tuple[int, ...] = (4, 16, 64, 256),
+    low_bits: bool = True,
+    atoms: bool = True,
+    representation: bool | None = None,
 ) -> AuditResult:
     """Statistical lower bound on the ε of a mechanism at δ, from samples.
 
@@ -299,8 +382,13 @@ def empirical_audit(
     input: the first half select the events, the second half test them.
     ``violated`` is True when the ε lower bound exceeds ``epsilon``; for an
     (ε, δ)-DP mechanism that happens with probability ≤ ``alpha`` (see the
-    module docstring for the argument).
+    module docstring for the argument).  ``low_bits`` and ``atoms`` add the
+    floating-point partitions; turn ``low_bits`` off only for samplers that do
+    not round as releases do (the fast float simulation path, which Mironov's
+    attack breaks by design).  ``representation=False`` turns both off.
     """
+    if representation is not None:
+        low_bits = atoms = bool(representation)
     eps = _validate.nonnegative(epsilon, "epsilon")
     dl = _validate.delta(delta)
     if not isinstance(samples, (int, np.integer)) or samples < 20:
@@ -335,6 +423,25 @@ def empirical_audit(
         partitions.append(cells)
         if cells.exact:
             break  # every distinct value already has its own cell
+    extras: list[Any] = []
+    if not partitions[-1].exact:
+        # Below the shape: floating-point low bits, and repeated values (atoms).
+        if low_bits:
+            extras.append(_KeyCells(pooled, _low_bits_keys, "(sign, exponent, low 4 bits)"))
+        if atoms:
+            extras.append(_AtomCells(pooled))
+    if extras:
+        for extra in extras:
+            if extra.n_numeric == 0:
+                continue
+            cx = np.bincount(extra.assign(sel_x), minlength=extra.n_cells).astype(float)
+            cy = np.bincount(extra.assign(sel_y), minlength=extra.n_cells).astype(float)
+            cx[-1] = cy[-1] = 0
+            orders = _candidates_unordered(cx[:-1], cy[:-1])
+            for lb, oi, length, direction in _score_orders(orders, cx[:-1], cy[:-1], n1, dl, level):
+                members = orders[oi][:length] if oi >= 0 else np.array([-1 - oi])
+                scored.append((lb, len(partitions), np.sort(members), direction))
+            partitions.append(extra)
     scored.sort(key=lambda t: -t[0])
     chosen: list[tuple[float, Any, np.ndarray, int]] = []
     seen = set()

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -846,8 +846,11 @@ def check_mechanism(
     guarantee: Guarantee | None = None,
     orders: Sequence[float] = DEFAULT_ORDERS,
     tolerance: float = 1e-9,
+    samples: int = 2000,
+    seed: int = 0,
 ) -> MechanismCheck:
-    """Exact check of ``mechanism`` over ``neighbour_pairs`` (pairs of datasets).
+    """Exact check of ``mechanism`` over ``neighbour_pairs`` (pairs of datasets),
+    and a check that its release path samples that law.
 
     The mechanism must offer ``output_distribution(data)`` (an
     ``OutputDistribution``) or ``output_probabilities(data)`` (a mapping
@@ -860,16 +863,38 @@ def check_mechanism(
 
     Identical pairs of laws (same fingerprint) are checked once.  Use
     ``neighbour_pairs_from_brute`` for all neighbour pairs on a small domain.
+
+    The law checked is the one the mechanism declares; so that it is also the
+    one it releases, a mechanism with ``sample`` (the release path) is tested
+    against its declared law on both inputs of the worst pair and on the first
+    pair (:func:`~.conformance.check_sampling`, ``samples`` draws each,
+    false-failure probability ≤ 1e−6 per input); a mismatch fails the check
+    (``details["sampling"]``).  ``samples=0`` skips it.
     """
+    pairs = list(neighbour_pairs)
     g = guarantee if guarantee is not None else mechanism.guarantee
     cache: dict[int, Any] = {}
     laws = []
-    for x, xp in neighbour_pairs:
+    for x, xp in pairs:
         for d in (x, xp):
             if id(d) not in cache:
                 cache[id(d)] = (_law_of(mechanism, d), d)
         laws.append((cache[id(x)][0], cache[id(xp)][0]))
-    return check_distributions(laws, g, orders, tolerance)
+    result = check_distributions(laws, g, orders, tolerance)
+    if samples and callable(getattr(mechanism, "sample", None)) and pairs:
+        from .conformance import check_sampling
+
+        picked = [*pairs[result.worst_pair or 0], *pairs[0]]
+        inputs = list({id(d): d for d in picked}.values())
+        checks = [
+            check_sampling(mechanism, d, samples, seed + i, law=cache[id(d)][0])
+            for i, d in enumerate(inputs)
+        ]
+        bad = [c for c in checks if not c.passed]
+        details = {**result.details, "sampling": [c.as_dict() for c in checks]}
+        passed = False if bad else result.passed
+        result = replace(result, passed=passed, details=details)
+    return result
 
 
 def neighbour_pairs_from_brute(

@@ -101,11 +101,11 @@ def methods(n: int, epsilon: float, delta: float = DELTA) -> dict[str, Callable]
         mech = SmoothSensitivityMechanism(
             median, eps_f, noise=fam, delta=delta if fam == "laplace" else None
         )
-        out[f"smooth {fam}"] = lambda x, g, m=mech: float(m.sample(x, 1, g)[0])
+        out[f"smooth {fam}"] = lambda x, g, m=mech: float(m.sample(x, 1, simulation(g))[0])
     nrs = SmoothSensitivityMechanism(
         median, epsilon, gamma=epsilon / (2 * math.log(2 / delta)), noise="laplace", delta=delta
     )
-    out["NRS Laplace"] = lambda x, g: float(nrs.sample(x, 1, g)[0])
+    out["NRS Laplace"] = lambda x, g: float(nrs.sample(x, 1, simulation(g))[0])
     ptr = ProposeTestRelease(median, ptr_bound(n, epsilon, delta, LOWER, UPPER), epsilon, delta)
     out["PTR"] = lambda x, g: ptr.release(x, rng=simulation(g)).value
     out["exponential (Smith)"] = lambda x, g: float(

@@ -1,4 +1,11 @@
-"""Release mechanisms, one module per paper mechanism (names load lazily)."""
+"""Release mechanisms, one module per paper mechanism (names load lazily).
+
+Every mechanism has one shape (``base.Mechanism``): ``Cls(query, epsilon, *,
+delta=None, …)`` with ε the total it charges, ``parameters()`` built by the
+base class, ``release`` = ``sample`` of one plus the record, and its exact law
+``output_distribution`` beside it where known.  Their names and descriptions
+live in one table, ``instancedp.registry``.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +32,9 @@ _NAMES = {
     "JointQuantiles": "joint_quantiles",
     "RecursiveQuantiles": "recursive_quantiles",
     "IndependentQuantiles": "independent_quantiles",
+    "PrivateRatio": "ratio",
+    "Mode": "stability",
+    "SmoothSensitivityBound": "bounded_ls",
 }
 
 __all__ = sorted(_NAMES)

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..noise.base import NoiseDistribution
 from ..privacy import Guarantee
-from ..random import RandomSource
+from ..random import RandomSource, resolve
 
 
 @dataclass(frozen=True)
@@ -82,42 +83,160 @@ class Release:
         return f"<table><caption>instancedp Release</caption>{body}</table>"
 
 
+def query_name(query: Any) -> str:
+    """The public name of a query object (its ``name``, else its class name)."""
+    return str(getattr(query, "name", "") or type(query).__name__)
+
+
 class Mechanism(ABC):
-    """Base class: public parameters in, ``Release`` out."""
+    """Base class: public parameters in, ``Release`` out.
+
+    The one shape every mechanism has: ``Cls(query, epsilon, *, delta=None, …)``
+    with ``epsilon`` the total it charges and ``query`` a query object.  A
+    subclass supplies
+
+    - ``guarantee`` — fixed at construction, before any data are seen;
+    - ``mechanism_parameters()`` — its own public parameters (the base adds the
+      query's name, its public parameters, the neighbour relation, ε and δ);
+    - ``_state(data)`` — the data-dependent quantities a draw needs (centre,
+      scale, pass probability …), computed once per input; private;
+    - ``_draw(state, source, size)`` — one output (``size=None``) or ``size``
+      outputs, from that state and a random source;
+    - ``output_distribution(data)`` — the exact law of one output, where known,
+      with its theorem in the docstring.
+
+    ``release`` is ``_draw(state, source, None)`` plus the record and
+    ``sample`` is ``_draw(state, source, size)``: the audits that sample a
+    mechanism run the very code that releases, so the two cannot drift.
+    """
 
     name: ClassVar[str] = ""
+    query: Any
+    epsilon: float
+    delta: float | None = None
 
     @property
     @abstractmethod
     def guarantee(self) -> Guarantee: ...
 
-    @abstractmethod
-    def parameters(self) -> dict[str, Any]:
-        """Public parameters only."""
+    def mechanism_parameters(self) -> dict[str, Any]:
+        """The mechanism's own public parameters (beyond query, neighbours, ε, δ)."""
+        return {}
 
-    @abstractmethod
-    def release(self, data: Any, rng: Any = None) -> Release: ...
+    def parameters(self) -> dict[str, Any]:
+        """Public parameters only: the query's, the relation, ε, δ and the mechanism's."""
+        query = getattr(self, "query", None)
+        params: dict[str, Any] = {}
+        if query is not None:
+            params["query"] = query_name(query)
+            params["neighbours"] = getattr(query, "neighbours", None)
+        params["epsilon"] = self.epsilon
+        if self.delta is not None:
+            params["delta"] = self.delta
+        params.update(self.mechanism_parameters())
+        qp = getattr(query, "parameters", None)
+        if callable(qp):
+            query_params = qp()
+            if query_params:
+                params["query_parameters"] = dict(query_params)
+        return params
+
+    def _state(self, data: Any) -> Any:
+        """Data-dependent quantities one draw needs (private; default: the data)."""
+        return data
+
+    def _draw(self, state: Any, source: RandomSource, size: int | None) -> Any:
+        """One output (``size=None``) or a sequence of ``size`` outputs."""
+        raise NotImplementedError(f"{type(self).__name__} does not define _draw")
+
+    def _state_parameters(self, state: Any) -> dict[str, Any]:
+        """The record's parameters for this draw (default: :meth:`parameters`).
+
+        Overridden only where a public choice depends on public facts of the
+        input (e.g. the smooth mechanism's default γ under substitution, where n
+        is public)."""
+        return self.parameters()
+
+    def release(self, data: Any, rng: Any = None) -> Release:
+        """One private release: ``sample`` of size one, recorded."""
+        source = resolve(rng)
+        state = self._state(data)
+        value = self._draw(state, source, None)
+        return Release(
+            value, self.guarantee, self.name, self._state_parameters(state), source.secure
+        )
+
+    def sample(self, data: Any, size: int, rng: Any = None) -> Any:
+        """``size`` outputs on one input through the release path (for audits).
+
+        Same state, same draw code as :meth:`release`; with the default secure
+        source every draw takes the exact noise path, with
+        ``instancedp.random.simulation(seed)`` the fast float path, and with
+        ``instancedp.audit.exact_simulation(seed)`` the exact path, seeded."""
+        size = int(size)
+        if size < 0:
+            raise ParameterError(
+                f"size must be an integer >= 0; got {size!r}", parameter="size", allowed=">= 0"
+            )
+        source = resolve(rng)
+        if type(self)._draw is Mechanism._draw:
+            # a subclass that overrides release only: sample its release
+            return [self.release(data, source).value for _ in range(size)]
+        return self._draw(self._state(data), source, size)
 
     def _record(self, value: Any, source: RandomSource) -> Release:
         return Release(value, self.guarantee, self.name, self.parameters(), source.secure)
 
 
-def add_noise(value: float, scale: float, noise: NoiseDistribution, source: RandomSource) -> float:
-    """value + scale·Z, Z ~ noise.
+def _legacy_positional(legacy: tuple, names: tuple[str, ...], *current: Any) -> tuple:
+    """Map the old positional arguments after ε onto keyword parameters.
+
+    Keeps pre-1.0 call sites such as ``GaussianMechanism(q, 1.0, 1e-6)``
+    working while the documented shape is keyword-only after ε."""
+    if len(legacy) > len(names):
+        raise ParameterError(
+            f"too many positional arguments: after (query, epsilon) pass {', '.join(names)} "
+            "as keywords",
+            parameter=names[0],
+        )
+    values = list(current)
+    for i, v in enumerate(legacy):
+        values[i] = v
+    return tuple(values) if len(values) > 1 else values[0]
+
+
+def repeat_draw(draw: Callable[[], Any], size: int | None) -> Any:
+    """``draw()`` once (``size=None``) or a list of ``size`` draws."""
+    if size is None:
+        return draw()
+    return [draw() for _ in range(size)]
+
+
+def add_noise(
+    value: float,
+    scale: float,
+    noise: NoiseDistribution,
+    source: RandomSource,
+    size: int | None = None,
+) -> Any:
+    """value + scale·Z, Z ~ noise (a float, or an array of ``size`` draws).
 
     Secure sources take the exact path (``instancedp.noise.exact``: the
     correctly rounded float64 of the real-number sum, Mironov-safe).  The
     scale (a smooth sensitivity or a data-free constant) and the noise's own
     scale were computed in floating point, so the scale is first raised by 16 ulps to an
     upper bound on its real value: more noise never hurts the guarantee.
-    Seeded simulation sources take the fast float path.
+    Seeded simulation sources take the fast float path, unless they carry
+    ``exact = True`` (the audits' seeded stand-in for the secure path).
     """
-    if source.secure:
+    if source.secure or getattr(source, "exact", False):
         from ..noise.exact import add_noise as exact_add_noise
         from ..noise.exact import scale_upper_bound
 
-        return float(exact_add_noise(value, scale_upper_bound(scale), noise, size=None, rng=source))
-    return float(value + scale * noise.sample(None, source))
+        out = exact_add_noise(value, scale_upper_bound(scale), noise, size=size, rng=source)
+    else:
+        out = value + scale * np.asarray(noise.sample(size, source), dtype=np.float64)
+    return float(out) if size is None else np.asarray(out, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -164,3 +283,13 @@ class OutputDistribution:
             atoms=atoms,
             logpdf=logpdf,
         )
+
+
+def atoms_law(outcomes: Sequence[Hashable], probabilities: Any) -> OutputDistribution:
+    """A purely discrete law: ``outcomes[i]`` with probability ``probabilities[i]``."""
+    zero = lambda y: np.zeros_like(np.asarray(y, dtype=float))  # noqa: E731
+    p = np.asarray(probabilities, dtype=np.float64)
+    atoms: dict[Hashable, float] = {}
+    for o, pi in zip(outcomes, p.tolist(), strict=True):
+        atoms[o] = atoms.get(o, 0.0) + pi
+    return OutputDistribution(pdf=zero, cdf=zero, atoms=atoms)

@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from ..errors import ParameterError
 from ..privacy import ApproxDP
-from ..random import RandomSource, resolve
-from .base import Mechanism, OutputDistribution, Release, add_noise
+from ..random import RandomSource
+from .base import Mechanism, OutputDistribution, add_noise, repeat_draw
 
 # Smallest positive float.  SS_β can underflow to 0.0 where it is positive (and a
 # neighbour's may not): max(SS, _TINY) keeps ln SS of global sensitivity β, and
@@ -60,13 +61,22 @@ class SmoothSensitivityBound:
         return c, c * math.log(1 / (2 * delta))
 
     def bound(self, query: Any, data: Any, epsilon: float, delta: float, source: RandomSource):
+        return self.draw(self.prepare(query, data, epsilon, delta), epsilon, delta, source)
+
+    def prepare(self, query: Any, data: Any, epsilon: float, delta: float) -> float:
+        """The data-dependent part of :meth:`bound`: SS_β(x), floored (private)."""
         ss = float(query.smooth_sensitivity(data, beta=self.beta_for(epsilon, delta)))
         if not math.isfinite(ss):
             raise ValueError("the smooth sensitivity is unbounded for this query; give it bounds")
-        ss = max(ss, _TINY)
+        return max(ss, _TINY)
+
+    def draw(
+        self, ss: float, epsilon: float, delta: float, source: RandomSource, size: int | None = None
+    ) -> Any:
+        """g from a prepared SS (one bound, or an array of ``size`` independent bounds)."""
         c, m = self.shift(epsilon, delta)
-        log_g = add_noise(math.log(ss), c, _unit_laplace(), source) + m
-        return max(math.exp(log_g), _TINY)
+        log_g = add_noise(math.log(ss), c, _unit_laplace(), source, size) + m
+        return np.maximum(np.exp(log_g), _TINY) if size is not None else max(math.exp(log_g), _TINY)
 
     def quadrature(
         self, query: Any, data: Any, epsilon: float, delta: float, points: int = 4001
@@ -90,9 +100,14 @@ class SmoothSensitivityBound:
 class BoundedLocalSensitivity(Mechanism):
     """q(x) + Lap(g/ε2) with g an ε1-DP, δ-failing upper bound on LS (004 Thm. 1).
 
-    ``bound_mechanism`` needs ``bound(query, data, epsilon, delta, source) -> float``
-    (``None`` = :class:`SmoothSensitivityBound`); ``quadrature(...)`` enables
-    :meth:`output_distribution`.  Guarantee: ``ApproxDP(ε1 + ε2, δ)``.
+    ``BoundedLocalSensitivity(query, epsilon, *, delta, bound_fraction=0.5,
+    bound_mechanism=None)``: ε1 = bound_fraction·ε bounds LS, ε2 = ε − ε1
+    scales the noise.  ``bound_mechanism`` needs
+    ``bound(query, data, epsilon, delta, source) -> float`` (``None`` =
+    :class:`SmoothSensitivityBound`); ``quadrature(...)`` enables
+    :meth:`output_distribution`.  Guarantee: ``ApproxDP(ε, δ)``.  The old
+    positional form ``(query, bound_mechanism, epsilon_bound, epsilon_release,
+    delta)`` is still accepted.
     """
 
     name = "bounded_local_sensitivity"
@@ -100,54 +115,97 @@ class BoundedLocalSensitivity(Mechanism):
     def __init__(
         self,
         query: Any,
-        bound_mechanism: Any,
-        epsilon_bound: float,
-        epsilon_release: float,
-        delta: float,
+        epsilon: Any,
+        *legacy: Any,
+        delta: float | None = None,
+        bound_fraction: float = 0.5,
+        bound_mechanism: Any = None,
     ) -> None:
+        if len(legacy) == 3:
+            # old form (query, bound_mechanism, epsilon_bound, epsilon_release, delta)
+            bound_mechanism = epsilon
+            eps1 = _validate.epsilon(legacy[0], "epsilon_bound")
+            eps2 = _validate.epsilon(legacy[1], "epsilon_release")
+            delta = legacy[2]
+        elif legacy:
+            raise ParameterError(
+                "pass BoundedLocalSensitivity(query, epsilon, delta=..., bound_fraction=...)",
+                parameter="delta",
+            )
+        else:
+            total = _validate.epsilon(epsilon)
+            fraction = _validate.in_open_interval(bound_fraction, "bound_fraction", 0.0, 1.0)
+            eps1, eps2 = total * fraction, total * (1 - fraction)
+        if delta is None:
+            raise ParameterError(
+                "bounded local sensitivity is (epsilon, delta)-DP: pass delta in (0, 1)",
+                parameter="delta",
+                allowed="(0, 1)",
+            )
         self.query = query
         self.bound_mechanism = (
             SmoothSensitivityBound() if bound_mechanism is None else bound_mechanism
         )
         if not callable(getattr(self.bound_mechanism, "bound", None)):
-            raise ValueError(
+            raise ParameterError(
                 "bound_mechanism must have bound(query, data, epsilon, delta, source); "
-                "pass None for the default SmoothSensitivityBound()"
+                "pass None for the default SmoothSensitivityBound()",
+                parameter="bound_mechanism",
             )
-        self.epsilon_bound = _validate.epsilon(epsilon_bound, "epsilon_bound")
-        self.epsilon_release = _validate.epsilon(epsilon_release, "epsilon_release")
+        self.epsilon_bound = eps1
+        self.epsilon_release = eps2
+        self.epsilon = eps1 + eps2
         self.delta = _validate.delta(delta, allow_zero=False)
 
     @property
     def guarantee(self) -> ApproxDP:
-        return ApproxDP(self.epsilon_bound + self.epsilon_release, self.delta)
+        return ApproxDP(self.epsilon, self.delta)
 
-    def parameters(self) -> dict[str, Any]:
+    def mechanism_parameters(self) -> dict[str, Any]:
         params: dict[str, Any] = {
-            "query": getattr(self.query, "name", type(self.query).__name__),
             "epsilon_bound": self.epsilon_bound,
             "epsilon_release": self.epsilon_release,
-            "delta": self.delta,
         }
         bp = getattr(self.bound_mechanism, "parameters", None)
         if callable(bp):
             params.update(bp())
-        qp = getattr(self.query, "parameters", None)
-        if callable(qp):
-            params["query_parameters"] = qp()
         return params
 
-    def release(self, data: Any, rng: Any = None) -> Release:
-        source = resolve(rng)
-        g = float(
-            self.bound_mechanism.bound(self.query, data, self.epsilon_bound, self.delta, source)
-        )
-        value = float(self.query.value(data))
-        noisy = add_noise(value, max(g, _TINY) / self.epsilon_release, _unit_laplace(), source)
-        return self._record(noisy, source)
+    def _state(self, data: Any) -> tuple[Any, float]:
+        bm = self.bound_mechanism
+        if callable(getattr(bm, "prepare", None)) and callable(getattr(bm, "draw", None)):
+            prepared = ("prepared", bm.prepare(self.query, data, self.epsilon_bound, self.delta))
+        else:
+            prepared = ("data", data)
+        return prepared, float(self.query.value(data))
+
+    def _draw(self, state: tuple[Any, float], source: RandomSource, size: int | None) -> Any:
+        (kind, x), value = state
+        bm = self.bound_mechanism
+        if kind == "prepared":
+            g = bm.draw(x, self.epsilon_bound, self.delta, source, size)
+            scale = np.maximum(g, _TINY) / self.epsilon_release
+            if size is None:
+                return add_noise(value, float(scale), _unit_laplace(), source)
+            if source.secure or getattr(source, "exact", False):
+                lap = _unit_laplace()
+                return np.array([add_noise(value, float(s), lap, source) for s in scale])
+            return add_noise(value, scale, _unit_laplace(), source, size)
+
+        def one() -> float:
+            g = float(bm.bound(self.query, x, self.epsilon_bound, self.delta, source))
+            return add_noise(value, max(g, _TINY) / self.epsilon_release, _unit_laplace(), source)
+
+        return repeat_draw(one, size)
 
     def output_distribution(self, data: Any, points: int = 4001) -> OutputDistribution:
-        """The law of the value: a Laplace mixture over the noisy bound (numerical quadrature)."""
+        """The law of the value: a Laplace mixture over the noisy bound (numerical quadrature).
+
+        Theorem (seed 004 Thm. 1; lecture notes 003 Lemma 15.6): g is ε1-DP and
+        P[g < LS(x)] ≤ δ, so on the event g ≥ LS(x) the Laplace step with scale
+        g/ε2 is ε2-DP for every neighbour, and the event fails with
+        probability ≤ δ: (ε1 + ε2, δ)-DP overall.  The law is exact up to the
+        quadrature of the bound's law (``points`` nodes)."""
         quad = getattr(self.bound_mechanism, "quadrature", None)
         if not callable(quad):
             raise TypeError(

@@ -18,8 +18,8 @@ from scipy.special import logsumexp
 
 from .. import _validate
 from ..privacy import PureDP
-from ..random import resolve, sample_index_from_log_weights
-from .base import Mechanism, Release
+from ..random import RandomSource, sample_index_from_log_weights
+from .base import Mechanism, OutputDistribution, atoms_law, repeat_draw
 
 
 def exponential_log_probabilities(
@@ -75,9 +75,8 @@ class ExponentialMechanism(Mechanism):
     def guarantee(self) -> PureDP:
         return PureDP(self.epsilon)
 
-    def parameters(self) -> dict[str, Any]:
+    def mechanism_parameters(self) -> dict[str, Any]:
         return {
-            "epsilon": self.epsilon,
             "sensitivity": self.sensitivity,
             "n_candidates": len(self.candidates),
             "monotone": self.monotone,
@@ -105,7 +104,17 @@ class ExponentialMechanism(Mechanism):
         """Exact output probabilities, aligned with ``candidates`` (analysis only)."""
         return np.exp(self.log_probabilities(data))
 
-    def release(self, data: Any, rng: Any = None) -> Release:
-        source = resolve(rng)
-        index = sample_index_from_log_weights(self.log_probabilities(data), source)
-        return self._record(self.candidates[index], source)
+    def _state(self, data: Any) -> np.ndarray:
+        return self.log_probabilities(data)
+
+    def _draw(self, state: np.ndarray, source: RandomSource, size: int | None) -> Any:
+        return repeat_draw(
+            lambda: self.candidates[sample_index_from_log_weights(state, source)], size
+        )
+
+    def output_distribution(self, data: Any) -> OutputDistribution:
+        """Exact law: P(c) ∝ exp(ε·u(x, c)/(2Δu)) (ε·u/Δu when ``monotone``).
+
+        Theorem (McSherry & Talwar 2007, Thm. 6): a score change of ≤ Δu moves
+        each numerator by ≤ e^{ε/2} and the normaliser by ≤ e^{ε/2}."""
+        return atoms_law(self.candidates, self.output_probabilities(data))

@@ -22,10 +22,11 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from .. import _validate
+from ..errors import ParameterError
 from ..privacy import ApproxDP, PureDP
 from ..queries.base import Query
-from ..random import resolve
-from .base import Mechanism, OutputDistribution, Release, add_noise
+from ..random import RandomSource
+from .base import Mechanism, OutputDistribution, _legacy_positional, add_noise
 
 CALIBRATIONS = ("analytic", "classic", "canard_olivier")
 
@@ -177,7 +178,13 @@ class LaplaceMechanism(Mechanism):
 
     name = "laplace"
 
-    def __init__(self, query: Query, epsilon: float) -> None:
+    def __init__(self, query: Query, epsilon: float, *, delta: float | None = None) -> None:
+        if delta is not None:
+            raise ParameterError(
+                "the Laplace mechanism is pure epsilon-DP: leave delta unset",
+                parameter="delta",
+                allowed="None",
+            )
         self.epsilon = _validate.epsilon(epsilon)
         self.sensitivity = _global_sensitivity(query)
         self.query = query
@@ -187,24 +194,24 @@ class LaplaceMechanism(Mechanism):
     def guarantee(self) -> PureDP:
         return PureDP(self.epsilon)
 
-    def parameters(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "global_sensitivity": self.sensitivity,
-            "scale": self.scale,
-            "neighbours": getattr(self.query, "neighbours", None),
-            "query": getattr(self.query, "name", type(self.query).__name__),
-        }
+    def mechanism_parameters(self) -> dict[str, Any]:
+        return {"global_sensitivity": self.sensitivity, "scale": self.scale}
 
-    def release(self, data: Any, rng: Any = None) -> Release:
-        source = resolve(rng)
-        value = float(self.query.value(data))
-        return self._record(add_noise(value, self.scale, _unit("laplace"), source), source)
+    def _state(self, data: Any) -> float:
+        return float(self.query.value(data))
+
+    def _draw(self, state: float, source: RandomSource, size: int | None) -> Any:
+        return add_noise(state, self.scale, _unit("laplace"), source, size)
 
     def output_distribution(self, data: Any) -> OutputDistribution:
-        return OutputDistribution.additive(
-            float(self.query.value(data)), self.scale, _unit("laplace")
-        )
+        """Exact law: Lap(f(x), GS/ε).
+
+        Theorem (Dwork, McSherry, Nissim & Smith 2006, Prop. 1): for neighbours
+        |f(x) − f(x′)| ≤ GS, so the two Laplace densities differ by at most
+        exp(ε·|f(x) − f(x′)|/GS) ≤ e^ε pointwise.  The secure path returns the
+        correctly rounded real sum, so the rounding is post-processing of the
+        exact law (Mironov 2012's attack does not apply)."""
+        return OutputDistribution.additive(self._state(data), self.scale, _unit("laplace"))
 
 
 class GaussianMechanism(Mechanism):
@@ -212,15 +219,34 @@ class GaussianMechanism(Mechanism):
 
     Uses the query's L2 global sensitivity (``l2_sensitivity`` if the query
     has one, else ``global_sensitivity``, which equals it for scalar queries).
+    The old positional form ``GaussianMechanism(query, epsilon, delta)`` still works.
     """
 
     name = "gaussian"
 
     def __init__(
-        self, query: Query, epsilon: float, delta: float, calibration: str = "analytic"
+        self,
+        query: Query,
+        epsilon: float,
+        *legacy: Any,
+        delta: float | None = None,
+        calibration: str = "analytic",
     ) -> None:
+        delta, calibration = _legacy_positional(
+            legacy, ("delta", "calibration"), delta, calibration
+        )
         if calibration not in CALIBRATIONS:
-            raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+            raise ParameterError(
+                f"calibration must be one of {CALIBRATIONS}, got {calibration!r}",
+                parameter="calibration",
+                allowed=", ".join(CALIBRATIONS),
+            )
+        if delta is None:
+            raise ParameterError(
+                "the Gaussian mechanism is (epsilon, delta)-DP: pass delta in (0, 1)",
+                parameter="delta",
+                allowed="(0, 1)",
+            )
         self.epsilon = _validate.epsilon(epsilon)
         self.delta = _validate.delta(delta, allow_zero=False)
         self.sensitivity = _global_sensitivity(query, "l2_sensitivity")
@@ -232,23 +258,24 @@ class GaussianMechanism(Mechanism):
     def guarantee(self) -> ApproxDP:
         return ApproxDP(self.epsilon, self.delta)
 
-    def parameters(self) -> dict[str, Any]:
+    def mechanism_parameters(self) -> dict[str, Any]:
         return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
             "calibration": self.calibration,
             "l2_sensitivity": self.sensitivity,
             "sigma": self.sigma,
-            "neighbours": getattr(self.query, "neighbours", None),
-            "query": getattr(self.query, "name", type(self.query).__name__),
         }
 
-    def release(self, data: Any, rng: Any = None) -> Release:
-        source = resolve(rng)
-        value = float(self.query.value(data))
-        return self._record(add_noise(value, self.sigma, _unit("gaussian"), source), source)
+    def _state(self, data: Any) -> float:
+        return float(self.query.value(data))
+
+    def _draw(self, state: float, source: RandomSource, size: int | None) -> Any:
+        return add_noise(state, self.sigma, _unit("gaussian"), source, size)
 
     def output_distribution(self, data: Any) -> OutputDistribution:
-        return OutputDistribution.additive(
-            float(self.query.value(data)), self.sigma, _unit("gaussian")
-        )
+        """Exact law: N(f(x), σ²).
+
+        Theorem (Balle & Wang 2018, Thm. 8, for ``analytic``; Dwork & Roth 2014,
+        Thm. A.1, for ``classic``; Canard & Olivier, Prop. 11): the privacy
+        profile of two Gaussians whose means differ by ≤ Δ₂ is below δ at ε for
+        the σ chosen; the secure path rounds the exact real sum (post-processing)."""
+        return OutputDistribution.additive(self._state(data), self.sigma, _unit("gaussian"))

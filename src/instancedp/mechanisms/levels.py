@@ -34,10 +34,11 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from ..errors import ParameterError
 from ..privacy import ApproxDP
 from ..queries.base import Query
-from ..random import resolve
-from .base import Mechanism, OutputDistribution, Release, add_noise
+from ..random import RandomSource
+from .base import Mechanism, OutputDistribution, add_noise
 
 METHODS = ("algorithm1", "envelope")
 # Relative slack for the float comparisons in the checker: Algorithm 1 meets
@@ -289,31 +290,58 @@ def _unit_laplace():
 class InstanceBasedNoise(Mechanism):
     """f(y) + Lap(1/λ_k) for y in level k (000 Theorem 14, Algorithm 1, Prop. 20).
 
+    ``InstanceBasedNoise(query, epsilon, *, delta, level_of, rates)``.
     ``level_of(data)`` returns the 0-based level of the input (private: it is
     used only to pick the rate and never appears in the release); ``rates`` are
     public, computed from the public level structure (e.g. :func:`level_rates`).
     The guarantee (ε, δ) holds when the rates satisfy Theorem 14 for the
     query's neighbour relation — build with :meth:`from_levels` to have them
-    computed by Algorithm 1.
+    computed by Algorithm 1 and checked on the level graph.  The old positional
+    form ``(level_of, rates, query, epsilon, delta)`` is still accepted.
     """
 
     name = "instance_based_noise"
 
     def __init__(
         self,
-        level_of: Callable[[Any], int],
-        rates: Any,
-        query: Query,
-        epsilon: float,
-        delta: float,
+        query: Any,
+        epsilon: Any,
+        *legacy: Any,
+        delta: float | None = None,
+        level_of: Callable[[Any], int] | None = None,
+        rates: Any = None,
     ) -> None:
+        if len(legacy) == 3 and level_of is None and rates is None and delta is None:
+            # old form (level_of, rates, query, epsilon, delta)
+            level_of, rates, query, epsilon, delta = query, epsilon, *legacy
+        elif legacy:
+            raise ParameterError(
+                "pass InstanceBasedNoise(query, epsilon, delta=..., level_of=..., rates=...)",
+                parameter="level_of",
+            )
         if not callable(level_of):
-            raise ValueError("level_of must be a callable mapping data to a level index")
-        lam = np.asarray(rates, dtype=np.float64)
+            raise ParameterError(
+                "level_of must be a callable mapping data to a level index",
+                parameter="level_of",
+            )
+        lam = np.asarray(rates if rates is not None else [], dtype=np.float64)
         if lam.ndim != 1 or lam.size == 0 or not np.all(np.isfinite(lam)) or np.any(lam <= 0):
-            raise ValueError("rates must be a non-empty 1-D array of finite numbers > 0")
+            raise ParameterError(
+                "rates must be a non-empty 1-D array of finite numbers > 0",
+                parameter="rates",
+                allowed="finite numbers > 0",
+            )
         if not hasattr(query, "value"):
-            raise ValueError("query must be an instancedp Query (with a value(data) method)")
+            raise ParameterError(
+                "query must be an instancedp Query (with a value(data) method)",
+                parameter="query",
+            )
+        if delta is None:
+            raise ParameterError(
+                "instance-based noise is (epsilon, delta)-DP: pass delta in (0, 1)",
+                parameter="delta",
+                allowed="(0, 1)",
+            )
         self._level_of = level_of
         self._rates = lam.copy()
         self._rates.setflags(write=False)
@@ -326,19 +354,39 @@ class InstanceBasedNoise(Mechanism):
         cls,
         level_of: Callable[[Any], int],
         levels: Any,
-        adjacency: Mapping[int, Iterable[int]] | None,
+        adjacency: Mapping[int, Iterable[int]] | str | None,
         query: Query,
         epsilon: float,
         delta: float,
         *,
         method: str = "algorithm1",
     ) -> InstanceBasedNoise:
-        """Rates from :func:`level_rates` (``adjacency=None``: layered levels)."""
+        """Rates from :func:`level_rates`, checked against Theorem 14 on ``adjacency``.
+
+        ``adjacency`` is the level graph of the query's neighbour relation
+        (levels k ~ l when some neighbour pair straddles them) — required: the
+        guarantee rests on it.  ``adjacency="layered"`` states that neighbours
+        only ever sit in the same or consecutive levels (000 Example 22/23); it is
+        the caller's public claim, not a default."""
         if adjacency is None:
-            rates = layered_level_rates(levels, epsilon, delta, method=method)
-        else:
-            rates = level_rates(levels, adjacency, epsilon, delta, method=method)
-        return cls(level_of, rates, query, epsilon, delta)
+            raise ParameterError(
+                "adjacency is required: the rates are private only for the level graph of "
+                "the query's neighbour relation (pass it, or 'layered' if neighbours only "
+                "ever sit in consecutive levels)",
+                parameter="adjacency",
+                allowed="a mapping level -> neighbouring levels, or 'layered'",
+            )
+        if isinstance(adjacency, str):
+            if adjacency != "layered":
+                raise ParameterError(
+                    f"adjacency must be a mapping or 'layered'; got {adjacency!r}",
+                    parameter="adjacency",
+                    allowed="a mapping level -> neighbouring levels, or 'layered'",
+                )
+            adjacency = layered_adjacency(_levels_array(levels).size)
+        # level_rates checks Theorem 14 on exactly this graph before returning.
+        rates = level_rates(levels, adjacency, epsilon, delta, method=method)
+        return cls(query, epsilon, delta=delta, level_of=level_of, rates=rates)
 
     @property
     def rates(self) -> np.ndarray:
@@ -348,13 +396,8 @@ class InstanceBasedNoise(Mechanism):
     def guarantee(self) -> ApproxDP:
         return ApproxDP(self.epsilon, self.delta)
 
-    def parameters(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "n_levels": int(self._rates.size),
-            "query": getattr(self.query, "name", type(self.query).__name__),
-        }
+    def mechanism_parameters(self) -> dict[str, Any]:
+        return {"n_levels": int(self._rates.size), "rates": self._rates.tolist()}
 
     def _rate(self, data: Any) -> float:
         k = self._level_of(data)
@@ -364,15 +407,19 @@ class InstanceBasedNoise(Mechanism):
             )
         return float(self._rates[int(k)])
 
-    def release(self, data: Any, rng: Any = None) -> Release:
-        source = resolve(rng)
-        rate = self._rate(data)
-        value = float(self.query.value(data))
-        return self._record(add_noise(value, 1.0 / rate, _unit_laplace(), source), source)
+    def _state(self, data: Any) -> tuple[float, float]:
+        return float(self.query.value(data)), self._rate(data)
+
+    def _draw(self, state: tuple[float, float], source: RandomSource, size: int | None) -> Any:
+        value, rate = state
+        return add_noise(value, 1.0 / rate, _unit_laplace(), source, size)
 
     def output_distribution(self, data: Any) -> OutputDistribution:
-        """Exact law f(y) + Lap(1/λ_k) on this input (analysis only, never released)."""
-        rate = self._rate(data)
-        return OutputDistribution.additive(
-            float(self.query.value(data)), 1.0 / rate, _unit_laplace()
-        )
+        """Exact law f(y) + Lap(1/λ_k) on this input (analysis only, never released).
+
+        Theorem (Canard & Olivier, 000 Thm. 14): if λ_x ≤ α_x·ε/LS(x) and
+        |1 − λ_x′/λ_x| ≤ (1 − α_x)·ε/ln(1/δ) for all neighbours, the release
+        is (ε, δ)-DP: the shift costs α_x·ε, the change of scale the rest
+        except on a tail of mass ≤ δ."""
+        value, rate = self._state(data)
+        return OutputDistribution.additive(value, 1.0 / rate, _unit_laplace())

@@ -23,9 +23,10 @@ import math
 from typing import Any
 
 from .. import _validate
+from ..errors import ParameterError
 from ..privacy import ApproxDP
-from ..random import resolve
-from .base import Mechanism, OutputDistribution, Release, add_noise
+from ..random import RandomSource
+from .base import Mechanism, OutputDistribution, add_noise
 from .stability import noisy_distance_passes, pass_probability, stability_threshold
 
 
@@ -77,18 +78,51 @@ def distance_to_high_sensitivity(query: Any, data: Any, bound: float) -> float:
 class ProposeTestRelease(Mechanism):
     """PTR with a proposed local-sensitivity bound (003 Prop. 15.5).
 
+    ``ProposeTestRelease(query, epsilon, *, delta, bound)``
+
     Parameters
     ----------
     query : a query with ``value``, ``local_sensitivity(data, distance=k)``,
         ``global_sensitivity`` and ``max_distance``.
-    bound : the proposed bound b > 0 on LS (public).
     epsilon : the total ε (ε/2 tests the bound, ε/2 scales the Laplace noise b/(ε/2)).
     delta : probability that a dataset with LS > b gets through the test.
+    bound : the proposed bound b > 0 on LS (public).
+
+    The old positional form ``ProposeTestRelease(query, bound, epsilon, delta)``
+    is still accepted.
     """
 
     name = "propose_test_release"
 
-    def __init__(self, query: Any, bound: float, epsilon: float, delta: float) -> None:
+    def __init__(
+        self,
+        query: Any,
+        epsilon: float,
+        *legacy: Any,
+        delta: float | None = None,
+        bound: float | None = None,
+    ) -> None:
+        if len(legacy) == 2 and bound is None and delta is None:
+            # old form (query, bound, epsilon, delta)
+            bound, epsilon, delta = epsilon, legacy[0], legacy[1]
+        elif legacy:
+            raise ParameterError(
+                "pass ProposeTestRelease(query, epsilon, delta=..., bound=...)",
+                parameter="bound",
+            )
+        if bound is None:
+            raise ParameterError(
+                "propose-test-release needs a proposed sensitivity bound chosen without "
+                "looking at the data",
+                parameter="bound",
+                allowed="a finite number > 0",
+            )
+        if delta is None:
+            raise ParameterError(
+                "propose-test-release is (epsilon, delta)-DP: pass delta in (0, 1)",
+                parameter="delta",
+                allowed="(0, 1)",
+            )
         self.query = query
         self.bound = _validate.finite_positive(bound, "bound")
         self.epsilon = _validate.epsilon(epsilon)
@@ -104,40 +138,42 @@ class ProposeTestRelease(Mechanism):
         """The integer T the noisy distance must reach (public)."""
         return stability_threshold(self._eps_step, self.delta)
 
-    def parameters(self) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "query": getattr(self.query, "name", type(self.query).__name__),
+    def mechanism_parameters(self) -> dict[str, Any]:
+        return {
             "bound": self.bound,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
             "epsilon_test": self._eps_step,
             "epsilon_release": self._eps_step,
             "threshold": self.threshold,
         }
-        qp = getattr(self.query, "parameters", None)
-        if callable(qp):
-            params["query_parameters"] = qp()
-        return params
 
     def distance(self, data: Any) -> float:
         """The exact distance d(x) (private: never part of a release)."""
         return distance_to_high_sensitivity(self.query, data, self.bound)
 
-    def release(self, data: Any, rng: Any = None) -> Release:
-        source = resolve(rng)
-        d = self.distance(data)
-        if not noisy_distance_passes(d, self._eps_step, self.delta, source):
-            return self._record(None, source)
-        value = float(self.query.value(data))
-        noisy = add_noise(value, self.bound / self._eps_step, _unit_laplace(), source)
-        return self._record(noisy, source)
+    def _state(self, data: Any) -> tuple[float, float]:
+        return self.distance(data), float(self.query.value(data))
+
+    def _draw(self, state: tuple[float, float], source: RandomSource, size: int | None) -> Any:
+        d, value = state
+        scale = self.bound / self._eps_step
+        passed = noisy_distance_passes(d, self._eps_step, self.delta, source, size)
+        if size is None:
+            return add_noise(value, scale, _unit_laplace(), source) if passed else None
+        noisy = add_noise(value, scale, _unit_laplace(), source, size)
+        return [float(v) if p else None for v, p in zip(noisy, passed.tolist(), strict=True)]
 
     def pass_probability(self, data: Any) -> float:
         """Exact P(test passes) on ``data`` (analysis only)."""
         return pass_probability(self.distance(data), self._eps_step, self.delta)
 
     def output_distribution(self, data: Any) -> OutputDistribution:
-        """Laplace(q(x), b/ε′) weighted by the pass probability, plus the atom {None: 1 − p}."""
+        """Laplace(q(x), b/ε′) weighted by the pass probability p(x), plus the atom {⊥: 1 − p(x)}.
+
+        Theorem (Vadhan 2017 / lecture notes 003 Prop. 15.5): d(x) has global
+        sensitivity 1, so the test d(x) + DLap(1/ε′) ≥ T is ε′-DP; where
+        LS(x) ≤ b the Laplace step is ε′-DP for every neighbour x′ with
+        |q(x) − q(x′)| ≤ b, and where LS(x) > b (d = 0) the test passes with
+        probability ≤ δ by the choice of T.  Composition: (2ε′, δ) = (ε, δ)."""
         p = self.pass_probability(data)
         value = float(self.query.value(data))
         return OutputDistribution.additive(

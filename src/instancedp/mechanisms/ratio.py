@@ -36,10 +36,11 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from ..errors import ParameterError
 from ..noise.discrete import DiscreteLaplace, sample_discrete_laplace
 from ..privacy import ApproxDP, PureDP
 from ..random import RandomSource, as_generator, resolve, simulation
-from .base import Mechanism, Release, add_noise
+from .base import Mechanism, add_noise
 
 METHODS: tuple[str, ...] = ("naive", "bounded_ls", "ksw")
 #: Default share of ε spent on bounding LS in :func:`bounded_ls` (docs/results/ratio.md).
@@ -103,22 +104,100 @@ def _split(epsilon: float, fraction: float) -> tuple[float, float]:
     return epsilon * fraction, epsilon * (1 - fraction)
 
 
+def _laplace_noise(center: Any, scale: Any, source: RandomSource, size: int | None) -> Any:
+    """center + scale·Lap(1): one call for scalars and arrays, any source.
+
+    The fast (simulation) path broadcasts; the exact path (secure or audit
+    sources) draws each element through :func:`add_noise` with its own scale."""
+    lap = _laplace1()
+    if size is None:
+        return add_noise(float(center), float(scale), lap, source)
+    if not (source.secure or getattr(source, "exact", False)):
+        return add_noise(np.asarray(center, dtype=np.float64), scale, lap, source, size)
+    c = np.broadcast_to(np.asarray(center, dtype=np.float64), (size,))
+    sc = np.broadcast_to(np.asarray(scale, dtype=np.float64), (size,))
+    pairs = zip(c, sc, strict=True)
+    return np.array([add_noise(float(ci), float(si), lap, source) for ci, si in pairs])
+
+
+def _naive_draw(a: Any, b: Any, eps: float, source: RandomSource, size: int | None) -> Any:
+    return _laplace_noise(a, 2 / eps, source, size) / _laplace_noise(b, 2 / eps, source, size)
+
+
+def _ksw_draw(a: int, b: int, eps: float, source: RandomSource, size: int | None) -> Any:
+    ones = _laplace_noise(a, 1 / eps, source, size)
+    zeros = _laplace_noise(b - a, 1 / eps, source, size)
+    return ones / (ones + zeros)
+
+
+def bound_scale(epsilon_bound: float) -> Fraction:
+    """The discrete-Laplace scale 2/ε1 of the noisy counts, exact (the float 2/ε1
+    can round below it)."""
+    return 2 / Fraction(epsilon_bound)
+
+
+def _bounded_ls_draw(
+    a: int,
+    b: int,
+    eps: float,
+    delta: float,
+    bound_fraction: float,
+    source: RandomSource,
+    size: int | None,
+) -> Any:
+    eps1, eps2 = _split(eps, bound_fraction)
+    if int(b) < 1 or not 0 <= int(a) <= int(b):
+        raise ValueError(f"counts must satisfy 0 <= a <= b and b >= 1, got a={a}, b={b}")
+    scale = bound_scale(eps1)
+    a_hat = int(a) + np.asarray(sample_discrete_laplace(scale, source, size))
+    b_hat = int(b) + np.asarray(sample_discrete_laplace(scale, source, size))
+    g = sensitivity_bound(a_hat, b_hat, interval_halfwidth(scale, delta))
+    if size is None:
+        g = float(g)
+        if math.isnan(g):
+            return _naive_draw(a, b, eps2, source, None)
+        return _laplace_noise(a / b, g / eps2, source, None)
+    bail = np.isnan(g)
+    out = np.asarray(_laplace_noise(a / b, np.where(bail, 0.0, g) / eps2, source, size))
+    k = int(bail.sum())
+    if k:
+        out[bail] = _naive_draw(a, b, eps2, source, k)
+    return out
+
+
+def draw(
+    method: str,
+    a: int,
+    b: int,
+    epsilon: float,
+    source: RandomSource,
+    size: int | None = None,
+    delta: float | None = None,
+    bound_fraction: float = DEFAULT_BOUND_FRACTION,
+) -> Any:
+    """One ratio (``size=None``) or ``size`` ratios by ``method`` from counts (a, b).
+
+    The single body behind :func:`naive`, :func:`ksw`, :func:`bounded_ls`,
+    :func:`simulate` and :class:`PrivateRatio` (release and sample)."""
+    eps = _validate.epsilon(epsilon)
+    if method == "naive":
+        return _naive_draw(a, b, eps, source, size)
+    if method == "ksw":
+        return _ksw_draw(a, b, eps, source, size)
+    if method == "bounded_ls":
+        dl = _validate.delta(delta, allow_zero=False)
+        return _bounded_ls_draw(a, b, eps, dl, bound_fraction, source, size)
+    raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+
+
 def naive(a: int, b: int, epsilon: float, rng: Any = None) -> float:
     """(a + Lap(2/ε)) / (b + Lap(2/ε)): ε-DP."""
-    eps = _validate.epsilon(epsilon)
-    source = resolve(rng)
-    lap = _laplace1()
-    return add_noise(float(a), 2 / eps, lap, source) / add_noise(float(b), 2 / eps, lap, source)
+    return draw("naive", a, b, epsilon, resolve(rng))
 
 
 def ksw(a: int, b: int, epsilon: float, rng: Any = None) -> float:
     """Kulesza–Suresh–Wang 2024 Alg. 3: â/(â + ẑ), â = a + Lap(1/ε), ẑ = b − a + Lap(1/ε)."""
-    eps = _validate.epsilon(epsilon)
-    source = resolve(rng)
-    lap = _laplace1()
-    ones = add_noise(float(a), 1 / eps, lap, source)
-    zeros = add_noise(float(b - a), 1 / eps, lap, source)
-    return ones / (ones + zeros)
+    return draw("ksw", a, b, epsilon, resolve(rng))
 
 
 def bounded_ls(
@@ -130,19 +209,7 @@ def bounded_ls(
     rng: Any = None,
 ) -> float:
     """Seed 004's privately bounded local sensitivity ratio (corrected): (ε, δ)-DP."""
-    eps = _validate.epsilon(epsilon)
-    dl = _validate.delta(delta, allow_zero=False)
-    eps1, eps2 = _split(eps, bound_fraction)
-    if int(b) < 1 or not 0 <= int(a) <= int(b):
-        raise ValueError(f"counts must satisfy 0 <= a <= b and b >= 1, got a={a}, b={b}")
-    source: RandomSource = resolve(rng)
-    scale = 2 / Fraction(eps1)  # exact: the float 2/ε1 can round below it
-    a_hat = int(a) + int(sample_discrete_laplace(scale, source))
-    b_hat = int(b) + int(sample_discrete_laplace(scale, source))
-    g = float(sensitivity_bound(a_hat, b_hat, interval_halfwidth(scale, dl)))
-    if math.isnan(g):
-        return naive(a, b, eps2, source)
-    return add_noise(a / b, g / eps2, _laplace1(), source)
+    return draw("bounded_ls", a, b, epsilon, resolve(rng), None, delta, bound_fraction)
 
 
 def simulate(
@@ -155,55 +222,78 @@ def simulate(
     delta: float = 1e-6,
     bound_fraction: float = DEFAULT_BOUND_FRACTION,
 ) -> np.ndarray:
-    """Vectorised fast-path outputs of ``method`` on counts (a, b) (benchmarks only)."""
-    gen = as_generator(rng)
-    eps = _validate.epsilon(epsilon)
-    if method == "naive":
-        return (a + gen.laplace(0, 2 / eps, trials)) / (b + gen.laplace(0, 2 / eps, trials))
-    if method == "ksw":
-        ones = a + gen.laplace(0, 1 / eps, trials)
-        return ones / (ones + (b - a) + gen.laplace(0, 1 / eps, trials))
-    if method == "bounded_ls":
-        eps1, eps2 = _split(eps, bound_fraction)
-        scale = 2 / eps1
-        src = simulation(gen)
-        a_hat = a + sample_discrete_laplace(scale, src, trials)
-        b_hat = b + sample_discrete_laplace(scale, src, trials)
-        g = sensitivity_bound(a_hat, b_hat, interval_halfwidth(scale, delta))
-        bail = np.isnan(g)
-        out = a / b + gen.laplace(0, 1.0, trials) * np.where(bail, 0.0, g) / eps2
-        k = int(bail.sum())
-        if k:
-            out[bail] = (a + gen.laplace(0, 2 / eps2, k)) / (b + gen.laplace(0, 2 / eps2, k))
-        return out
-    raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    """``trials`` seeded outputs of ``method`` on counts (a, b) (benchmarks only):
+    the release's own code (:func:`draw`) with a simulation source."""
+    src = rng if isinstance(rng, RandomSource) else simulation(as_generator(rng))
+    out = draw(method, a, b, epsilon, src, int(trials), delta, bound_fraction)
+    return np.asarray(out, dtype=np.float64)
 
 
 class PrivateRatio(Mechanism):
     """Release the share of ones among 0/1 flags, a/b, under add/remove neighbours.
 
+    ``PrivateRatio(query, epsilon, *, delta=None, method="ksw", ...)`` with
+    ``query`` a :class:`~instancedp.queries.counts.Ratio` (``None`` = ``Ratio()``).
     ``method``: ``"ksw"`` (default; pure ε-DP), ``"naive"`` (pure ε-DP) or
     ``"bounded_ls"`` ((ε, δ)-DP, needs ``delta``).  ``clip`` (default True)
-    clamps the output to [0, 1] — post-processing, never worse.
+    clamps the output to [0, 1] and maps NaN to ½ — post-processing, never
+    worse.  The old form ``PrivateRatio(epsilon, method, delta)`` still works.
     """
 
-    neighbours = "add_remove"
+    name = "private_ratio"
 
     def __init__(
         self,
-        epsilon: float,
-        method: str = "ksw",
+        query: Any = None,
+        epsilon: Any = None,
+        *legacy: Any,
         delta: float | None = None,
+        method: str = "ksw",
         bound_fraction: float = DEFAULT_BOUND_FRACTION,
         clip: bool = True,
     ) -> None:
+        from ..queries.counts import Ratio
+
+        if isinstance(query, (int, float)) and not isinstance(query, bool):
+            # old form PrivateRatio(epsilon, method="ksw", delta=None, ...)
+            old = (epsilon, *legacy)
+            epsilon, query = query, None
+            names = ("method", "delta", "bound_fraction", "clip")
+            for name_, v in zip(names, old, strict=False):
+                if v is not None:
+                    if name_ == "method":
+                        method = v
+                    elif name_ == "delta":
+                        delta = v
+                    elif name_ == "bound_fraction":
+                        bound_fraction = v
+                    else:
+                        clip = v
+        elif legacy:
+            raise ParameterError(
+                "pass PrivateRatio(query, epsilon, delta=..., method=...)", parameter="method"
+            )
+        self.query = Ratio() if query is None else query
+        if not callable(getattr(self.query, "counts", None)):
+            raise ParameterError(
+                "query must be a Ratio query (0/1 flags with counts(data) -> (a, b))",
+                parameter="query",
+            )
         if method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+            raise ParameterError(
+                f"method must be one of {', '.join(METHODS)}; got {method!r}",
+                parameter="method",
+                allowed=", ".join(METHODS),
+            )
         self.method = method
         self.epsilon = _validate.epsilon(epsilon)
         if method == "bounded_ls":
             if delta is None:
-                raise ValueError("method='bounded_ls' is (epsilon, delta)-DP: pass delta in (0, 1)")
+                raise ParameterError(
+                    "method='bounded_ls' is (epsilon, delta)-DP: pass delta in (0, 1)",
+                    parameter="delta",
+                    allowed="(0, 1)",
+                )
             self.delta: float | None = _validate.delta(delta, allow_zero=False)
             _split(self.epsilon, bound_fraction)
         else:
@@ -212,42 +302,31 @@ class PrivateRatio(Mechanism):
         self.clip = bool(clip)
 
     @property
-    def name(self) -> str:  # type: ignore[override]
-        return f"ratio_{self.method}"
-
-    @property
     def guarantee(self) -> PureDP | ApproxDP:
         if self.method == "bounded_ls":
             return ApproxDP(self.epsilon, self.delta)
         return PureDP(self.epsilon)
 
-    def parameters(self) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "method": self.method,
-            "epsilon": self.epsilon,
-            "neighbours": self.neighbours,
-            "clip": self.clip,
-        }
+    def mechanism_parameters(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"method": self.method, "clip": self.clip}
         if self.method == "bounded_ls":
-            params.update(delta=self.delta, bound_fraction=self.bound_fraction)
+            params["bound_fraction"] = self.bound_fraction
         return params
 
-    @staticmethod
-    def counts(data: Any) -> tuple[int, int]:
-        flags = _validate.data_array(data)
-        if not np.isin(flags, (0.0, 1.0)).all():
-            raise ValueError("data must be 0/1 flags (1 = counted in a, every row counts in b)")
-        return int(flags.sum()), int(flags.size)
+    def counts(self, data: Any) -> tuple[int, int]:
+        """(a, b) of the flags (private)."""
+        return self.query.counts(data)
 
-    def release(self, data: Any, rng: Any = None) -> Release:
-        source = resolve(rng)
-        a, b = self.counts(data)
-        if self.method == "naive":
-            value = naive(a, b, self.epsilon, source)
-        elif self.method == "ksw":
-            value = ksw(a, b, self.epsilon, source)
-        else:
-            value = bounded_ls(a, b, self.epsilon, self.delta, self.bound_fraction, source)
-        if self.clip:
-            value = float(np.clip(value, 0.0, 1.0)) if not math.isnan(value) else 0.5
-        return self._record(value, source)
+    def _state(self, data: Any) -> tuple[int, int]:
+        return self.counts(data)
+
+    def _draw(self, state: tuple[int, int], source: RandomSource, size: int | None) -> Any:
+        a, b = state
+        value = draw(
+            self.method, a, b, self.epsilon, source, size, self.delta, self.bound_fraction
+        )
+        if not self.clip:
+            return value
+        v = np.asarray(value, dtype=np.float64)
+        v = np.where(np.isnan(v), 0.5, np.clip(v, 0.0, 1.0))
+        return float(v) if size is None else v

@@ -29,8 +29,8 @@ from scipy.special import comb
 
 from .. import _validate
 from ..privacy import PureDP
-from ..random import resolve, sample_index_from_log_weights
-from .base import Mechanism, Release
+from ..random import RandomSource, sample_index_from_log_weights
+from .base import Mechanism, OutputDistribution, atoms_law, repeat_draw
 from .exponential import exponential_log_probabilities
 
 DEFAULT_MAX_CANDIDATES = 1_000_000
@@ -199,9 +199,8 @@ class SmallDB(Mechanism):
     def guarantee(self) -> PureDP:
         return PureDP(self.epsilon)
 
-    def parameters(self) -> dict[str, Any]:
+    def mechanism_parameters(self) -> dict[str, Any]:
         return {
-            "epsilon": self.epsilon,
             "alpha": self.alpha,
             "size": self.size,
             "n_queries": int(self.query_matrix.shape[0]),
@@ -250,8 +249,18 @@ class SmallDB(Mechanism):
         """Exact output probabilities over :attr:`candidates` (analysis only)."""
         return np.exp(self.log_probabilities(data))
 
-    def release(self, data: Any, rng: Any = None) -> Release:
-        source = resolve(rng)
-        index = sample_index_from_log_weights(self.log_probabilities(data), source)
-        row = self._combos[index]
-        return self._record(tuple(self.universe[i] for i in row), source)
+    def _state(self, data: Any) -> np.ndarray:
+        return self.log_probabilities(data)
+
+    def _draw(self, state: np.ndarray, source: RandomSource, size: int | None) -> Any:
+        def one() -> tuple[Any, ...]:
+            row = self._combos[sample_index_from_log_weights(state, source)]
+            return tuple(self.universe[i] for i in row)
+
+        return repeat_draw(one, size)
+
+    def output_distribution(self, data: Any) -> OutputDistribution:
+        """Exact law over :attr:`candidates`: the exponential mechanism with score
+        −max_q |q(D) − q(y)| of sensitivity 1/n (Blum, Ligett & Roth 2008, Thm. 4.1;
+        McSherry & Talwar 2007, Thm. 6)."""
+        return atoms_law(self.candidates, self.output_probabilities(data))

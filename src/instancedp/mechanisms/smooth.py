@@ -32,8 +32,8 @@ import numpy as np
 from .. import _validate
 from ..noise.calibrate import FAMILIES
 from ..privacy import Guarantee
-from ..random import resolve
-from .base import Mechanism, OutputDistribution, Release, add_noise
+from ..random import RandomSource
+from .base import Mechanism, OutputDistribution, _legacy_positional, add_noise
 
 APPROX_FAMILIES: tuple[str, ...] = ("laplace",)
 _TINY = math.ulp(0.0)  # smallest positive float: the floor of the noise scale
@@ -135,13 +135,17 @@ class SmoothSensitivityMechanism(Mechanism):
         self,
         query: Any,
         epsilon: float,
+        *legacy: Any,
+        delta: float | None = None,
         gamma: float | None = None,
         noise: str = "polyplace",
-        delta: float | None = None,
-        *,
         n: int | None = None,
         **shape: Any,
     ) -> None:
+        # old positional form (query, epsilon, gamma, noise, delta)
+        gamma, noise, delta = _legacy_positional(
+            legacy, ("gamma", "noise", "delta"), gamma, noise, delta
+        )
         self.query = query
         self.family = _family(noise)
         self.epsilon = _validate.epsilon(epsilon)
@@ -199,22 +203,23 @@ class SmoothSensitivityMechanism(Mechanism):
     def guarantee(self) -> Guarantee:
         return self._guarantee
 
-    def parameters(self, gamma: float | None = None) -> dict[str, Any]:
+    def mechanism_parameters(self, gamma: float | None = None) -> dict[str, Any]:
         params: dict[str, Any] = {
-            "query": _query_kind(self.query),
-            "epsilon": self.epsilon,
             "noise": self.family,
             "gamma": gamma if gamma is not None else self.gamma,
             "gamma_rule": "user" if self.gamma is not None else "default_gamma",
         }
-        if self.delta is not None:
-            params["delta"] = self.delta
         if self.shape:
             params["shape"] = dict(self.shape)
-        qp = getattr(self.query, "parameters", None)
-        if callable(qp):
-            params["query_parameters"] = qp()
         return params
+
+    def parameters(self, gamma: float | None = None) -> dict[str, Any]:
+        params = super().parameters()
+        params.update(self.mechanism_parameters(gamma))
+        return params
+
+    def _state_parameters(self, state: tuple) -> dict[str, Any]:
+        return self.parameters(gamma=state[3])
 
     def _center_and_scale(self, data: Any) -> tuple[float, float, Any, float]:
         gamma = self._gamma_for(self._public_n(data))
@@ -236,25 +241,27 @@ class SmoothSensitivityMechanism(Mechanism):
         ss = max(ss, _TINY)
         return value, ss, cal, gamma
 
-    def release(self, data: Any, rng: Any = None) -> Release:
-        source = resolve(rng)
-        value, ss, cal, gamma = self._center_and_scale(data)
-        noisy = value if ss == 0 else add_noise(value, ss, cal.noise, source)
-        return Release(
-            noisy, self.guarantee, self.name, self.parameters(gamma=gamma), source.secure
-        )
+    def _state(self, data: Any) -> tuple[float, float, Any, float]:
+        return self._center_and_scale(data)
+
+    def _draw(self, state: tuple, source: RandomSource, size: int | None) -> Any:
+        value, ss, cal, _ = state
+        if ss == 0:
+            return value if size is None else np.full(size, value)
+        return add_noise(value, ss, cal.noise, source, size)
 
     def output_distribution(self, data: Any) -> OutputDistribution:
-        """Exact law: q(x) + SS_γ(x)·Z (a point mass when SS = 0)."""
+        """Exact law: q(x) + SS_γ(x)·Z (a point mass when SS = 0).
+
+        Theorem (NRS 2007 Lemma 2.6 with the calibration of the family — e.g.
+        Hladík & Tětek 2024 Thm. 8 for PolyPlace, Bun & Steinke 2019 Prop. 15
+        for the zCDP families): if ln SS_γ moves by at most γ between
+        neighbours and |q(x) − q(x′)| ≤ SS_γ(x), the unit noise Z is (α, γ)
+        "sliding and dilation" admissible, which gives the stated guarantee.
+        Sketch: shift by ≤ 1 unit and dilate by ≤ e^γ; the family's
+        calibration bounds the density ratio of each step."""
         value, ss, cal, _ = self._center_and_scale(data)
         if ss == 0:
             zero = lambda y: np.zeros_like(np.asarray(y, dtype=float))  # noqa: E731
             return OutputDistribution(pdf=zero, cdf=zero, atoms={value: 1.0})
         return OutputDistribution.additive(value, ss, cal.noise)
-
-    def sample(self, data: Any, size: int, rng: Any = None) -> np.ndarray:
-        """Vectorised simulation draws on one dataset (benchmarks; not a release)."""
-        from ..random import as_generator
-
-        value, ss, cal, _ = self._center_and_scale(data)
-        return value + ss * np.asarray(cal.noise.sample(size, as_generator(rng)))

@@ -34,10 +34,11 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from ..errors import ParameterError
 from ..noise.discrete import DiscreteLaplace, sample_discrete_laplace
 from ..privacy import ApproxDP
-from ..random import RandomSource, resolve
-from .base import Mechanism, OutputDistribution, Release
+from ..random import RandomSource
+from .base import Mechanism, OutputDistribution, _legacy_positional
 
 
 def mode_index(counts: Sequence[int]) -> int:
@@ -134,30 +135,43 @@ def pass_probability(distance: float, epsilon: float, delta: float) -> float:
 
 
 def noisy_distance_passes(
-    distance: float, epsilon: float, delta: float, source: RandomSource
-) -> bool:
-    """One draw of the test d + DLap(1/ε) ≥ T (always passes for d = ∞)."""
+    distance: float, epsilon: float, delta: float, source: RandomSource, size: int | None = None
+) -> Any:
+    """The test d + DLap(1/ε) ≥ T: one bool, or a bool array of ``size`` draws
+    (always passes for d = ∞)."""
     if math.isinf(distance):
-        return True
+        return True if size is None else np.ones(size, dtype=bool)
     # the exact real 1/ε: the float 1.0/ε can round below it (e.g. ε = 0.7)
-    z = sample_discrete_laplace(1 / Fraction(epsilon), source)
-    return int(distance) + int(z) >= stability_threshold(epsilon, delta)
+    z = sample_discrete_laplace(1 / Fraction(epsilon), source, size)
+    passed = int(distance) + np.asarray(z, dtype=np.int64) >= stability_threshold(epsilon, delta)
+    return bool(passed) if size is None else passed
 
 
 class StableRelease(Mechanism):
     """Release f(x) exactly when it is stable: (ε, δ)-DP (003 §15.1.4).
 
-    ``query`` needs ``value(data)`` and ``distance_to_instability(data)`` (for
-    example :class:`Mode`).  A refusal is a release whose value is ``None``.
+    ``StableRelease(query, epsilon, *, delta)``.  ``query`` needs
+    ``value(data)`` and ``distance_to_instability(data)`` (for example
+    :class:`Mode`).  A refusal is a release whose value is ``None``.
     """
 
     name = "stable_release"
 
-    def __init__(self, query: Any, epsilon: float, delta: float) -> None:
+    def __init__(
+        self, query: Any, epsilon: float, *legacy: Any, delta: float | None = None
+    ) -> None:
+        delta = _legacy_positional(legacy, ("delta",), delta)
         if not callable(getattr(query, "distance_to_instability", None)):
-            raise ValueError(
+            raise ParameterError(
                 "query must supply distance_to_instability(data); use Mode(categories) for "
-                "the argmax of counts"
+                "the argmax of counts",
+                parameter="query",
+            )
+        if delta is None:
+            raise ParameterError(
+                "stable release is (epsilon, delta)-DP: pass delta in (0, 1)",
+                parameter="delta",
+                allowed="(0, 1)",
             )
         self.query = query
         self.epsilon = _validate.epsilon(epsilon)
@@ -167,28 +181,26 @@ class StableRelease(Mechanism):
     def guarantee(self) -> ApproxDP:
         return ApproxDP(self.epsilon, self.delta)
 
-    def parameters(self) -> dict[str, Any]:
-        params = {
-            "query": getattr(self.query, "name", type(self.query).__name__),
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "threshold": stability_threshold(self.epsilon, self.delta),
-        }
-        qp = getattr(self.query, "parameters", None)
-        if callable(qp):
-            params["query_parameters"] = qp()
-        return params
+    def mechanism_parameters(self) -> dict[str, Any]:
+        return {"threshold": stability_threshold(self.epsilon, self.delta)}
 
-    def release(self, data: Any, rng: Any = None) -> Release:
-        source = resolve(rng)
-        distance = self.query.distance_to_instability(data)
-        value = self.query.value(data)
-        if noisy_distance_passes(distance, self.epsilon, self.delta, source):
-            return self._record(value, source)
-        return self._record(None, source)
+    def _state(self, data: Any) -> tuple[int, Any]:
+        return self.query.distance_to_instability(data), self.query.value(data)
+
+    def _draw(self, state: tuple[int, Any], source: RandomSource, size: int | None) -> Any:
+        distance, value = state
+        passed = noisy_distance_passes(distance, self.epsilon, self.delta, source, size)
+        if size is None:
+            return value if passed else None
+        return [value if p else None for p in passed.tolist()]
 
     def output_distribution(self, data: Any) -> OutputDistribution:
-        """Two atoms: f(x) with the exact pass probability, ⊥ (``None``) otherwise."""
+        """Two atoms: f(x) with the exact pass probability, ⊥ (``None``) otherwise.
+
+        Theorem (Thakurta & Smith 2013; Vadhan 2017 Prop. 3.3): the distance to
+        instability has global sensitivity 1, so the noisy test is ε-DP; if
+        f(x) ≠ f(x′) both distances are 0 and each side escapes with
+        probability ≤ δ by the choice of T."""
         p = pass_probability(self.query.distance_to_instability(data), self.epsilon, self.delta)
         value = self.query.value(data)
         zero = lambda y: np.zeros_like(np.asarray(y, dtype=float))  # noqa: E731

@@ -34,6 +34,7 @@ K_N minus an edge; ``two_triangle_ls_bound`` returns it and
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, ClassVar
 
 import numpy as np
@@ -192,6 +193,14 @@ def _from_edge_array(edges: Any, n_vertices: int | None, normalise: bool) -> Gra
             )
     lo, hi = uniq // n, uniq % n
     return Graph(_csr(np.concatenate([lo, hi]), np.concatenate([hi, lo]), n))
+
+
+def _carries_vertex_set(data: Any) -> bool:
+    """True for inputs that state their own vertex set (Graph, sparse matrix, networkx)."""
+    if isinstance(data, Graph) or sp.issparse(data):
+        return True
+    nx = sys.modules.get("networkx")
+    return nx is not None and isinstance(data, nx.Graph)
 
 
 def as_graph(data: Any, n_vertices: int | None = None, *, normalise: bool = False) -> Graph:
@@ -364,6 +373,17 @@ class _GraphQuery(Query):
         return ("graph", self.n_vertices, self.normalise)
 
     def _prepare(self, data: Any) -> Graph:
+        if self.n_vertices is None and not _carries_vertex_set(data):
+            # Under edge privacy the vertex set is public; max id + 1 of the
+            # private edges is not (one edge to a new vertex changes it).
+            from ..errors import ParameterError
+
+            raise ParameterError(
+                "an edge list does not fix the public vertex set: build the query with "
+                "n_vertices=N (or pass a Graph, adjacency matrix or networkx graph)",
+                parameter="n_vertices",
+                allowed="an integer >= 1 fixed before seeing the data",
+            )
         return as_graph(data, self.n_vertices, normalise=self.normalise)
 
     def max_distance(self, data: Any) -> float:

@@ -1,4 +1,4 @@
-"""Review: a smooth sensitivity that underflows to 0.0 must not release the exact value.
+"""A smooth sensitivity that underflows to 0.0 must not release the exact value.
 
 For the median on [−1, 1] of n = 1493 zeros (m = 747), SS_1(x) = e^{−746}, which
 rounds to 0.0, while the neighbour x′ (one record set to −1) has SS_1(x′) = e^{−745},

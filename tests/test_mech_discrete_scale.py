@@ -1,4 +1,4 @@
-"""Review: the discrete Laplace scales of the secure paths must not round below 1/ε.
+"""The discrete Laplace scales of the secure paths must not round below 1/ε.
 
 ``sample_discrete_laplace`` samples exactly the law of the *float* scale it is
 given.  For ε = 0.7, float(1/ε) < 1/ε, so DLap(float(1/ε)) has privacy loss
