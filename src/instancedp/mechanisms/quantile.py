@@ -96,11 +96,18 @@ def log_scale_map(scale: float) -> tuple[Callable[[Any], Any], Callable[[Any], A
     return phi, phi_inv
 
 
-def piecewise_constant_law(points: np.ndarray, log_density: np.ndarray) -> OutputDistribution:
+def piecewise_constant_law(
+    points: np.ndarray,
+    log_density: np.ndarray,
+    log_density_at: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> OutputDistribution:
     """The law with density exp(log_density[i]) on (points[i], points[i+1]).
 
     ``points`` non-decreasing; zero-length segments carry no mass; the
-    densities need not be normalised (they are, here).
+    densities need not be normalised (they are, here).  ``log_density_at``,
+    if given, is the unnormalised log density as a function (so that
+    ``logpdf`` at a breakpoint takes the mechanism's own value there rather
+    than the left segment's).
     """
     pts = np.asarray(points, dtype=np.float64)
     lengths = np.diff(pts)
@@ -120,9 +127,10 @@ def piecewise_constant_law(points: np.ndarray, log_density: np.ndarray) -> Outpu
 
     def logpdf(y: Any) -> np.ndarray:
         y = np.asarray(y, dtype=np.float64)
-        i = seg(y)
         inside = (y >= pts[0]) & (y <= pts[-1])
-        return np.where(inside, ld[i], -np.inf)
+        if log_density_at is not None:
+            return np.where(inside, log_density_at(y) - log_z, -np.inf)
+        return np.where(inside, ld[seg(y)], -np.inf)
 
     def cdf(y: Any) -> np.ndarray:
         y = np.asarray(y, dtype=np.float64)
@@ -370,16 +378,20 @@ class ExponentialQuantile(Mechanism):
 
     def release(self, data: Any, rng: Any = None) -> Release:
         source: RandomSource = resolve(rng)
-        return self._record(self._draw(data, source), source)
+        return self._record(self._draw(self._weights(data), source), source)
 
-    def _draw(self, data: Any, source: RandomSource) -> float:
+    def _weights(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self.base == "grid":
-            starts, lengths, logw = self._grid(data)
-            j = sample_index_from_log_weights(logw, source)
-            return self._grid_value(int(starts[j]) + source.integers(int(lengths[j])))
+            return self._grid(data)
         pts, coords, logw = self._continuous(data)
+        return coords, np.diff(coords), logw
+
+    def _draw(self, weights: tuple, source: RandomSource) -> float:
+        starts, lengths, logw = weights
         i = sample_index_from_log_weights(logw, source)
-        lo, hi = float(coords[i]), float(coords[i + 1])
+        if self.base == "grid":
+            return self._grid_value(int(starts[i]) + source.integers(int(lengths[i])))
+        lo, hi = float(starts[i]), float(starts[i + 1])
         if source.secure:
             # exactly rounded point: lo + u·(hi − lo) in floats would reveal the
             # data-dependent endpoints through its low-order bits (Mironov 2012)
@@ -397,7 +409,8 @@ class ExponentialQuantile(Mechanism):
     def sample(self, data: Any, size: int, rng: Any = None) -> np.ndarray:
         """``size`` independent releases on one dataset (the release path, repeated)."""
         source = resolve(rng)
-        return np.array([self._draw(data, source) for _ in range(int(size))])
+        weights = self._weights(data)
+        return np.array([self._draw(weights, source) for _ in range(int(size))])
 
     def output_probabilities(self, data: Any) -> dict[float, float]:
         """Grid base: the exact mass of every grid point (small grids; tests)."""
