@@ -191,3 +191,15 @@ def test_all_equal_rows_and_ties_on_grid():
     law = mech.output_probabilities([42] * 50)
     assert law[42.0] > 0.999
     assert list(itertools.islice(sorted(law), 1)) == [0.0]
+
+
+def test_default_rule_reads_public_information_only():
+    from instancedp.mechanisms.quantile import default_quantile_mechanism
+    from instancedp.mechanisms.unbounded import UnboundedQuantile
+
+    m = default_quantile_mechanism(0.5, 1.0, bounds=None)
+    assert isinstance(m, UnboundedQuantile) and m.neighbours == "add_remove"
+    m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), resolution=1)
+    assert m.base == "grid" and m.parameters()["neighbours"] == "add_remove"
+    m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), neighbours="substitution")
+    assert m.base == "log" and m.neighbours == "substitution"

@@ -50,7 +50,7 @@ from ..random import RandomSource, resolve
 from .base import Mechanism, Release
 from .quantile import score_sensitivity, sorted_rows
 
-_BATCH = 512
+_BATCH = 4096
 _AT_SPLIT = 1.0 / (1.0 + 2.0 ** (2.0 / 3.0))  # ε₁ / ε_AT (Lyu, Su & Li 2017, §4.2)
 
 
@@ -219,10 +219,9 @@ class UnboundedQuantile(Mechanism):
         P(c_i | ρ) = Π_{j<i} F(ρ − g_j)·(1 − F(ρ − g_i)) with F the Lap(2Δ/ε₂)
         cdf; integrating against ρ's Lap(Δ/ε₁) density gives P(c_i).  The
         sign step mixes the two scans with P(below) = 1 − F_s(−g(0)).  The
-        first ``count`` candidates are listed one by one; the rest of the mass is the outcome ``"tail"`` (a coarsening,
-        which can only hide loss, never add it).  ``count``: how many
-        candidates per side are listed one by one (public, the same for
-        every dataset).
+        first ``count`` candidates are listed one by one; the rest of the
+        mass is the outcome ``"tail"`` (a coarsening, which can only hide
+        loss, never add it).  ``count`` is public, the same for every dataset.
         """
         x = self._rows(data)
         key = (tuple(x.tolist()), count)
