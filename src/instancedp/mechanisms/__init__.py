@@ -22,6 +22,8 @@ _NAMES = {
     "StableRelease": "stability",
     "BoundedLocalSensitivity": "bounded_ls",
     "ExponentialQuantile": "quantile",
+    "InverseSensitivity": "inverse",
+    "UnboundedQuantile": "unbounded",
     "ExponentialMechanism": "exponential",
     "LaplaceMechanism": "global_noise",
     "GaussianMechanism": "global_noise",

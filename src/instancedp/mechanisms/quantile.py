@@ -1,53 +1,479 @@
-"""The exponential mechanism for quantiles (Smith 2011, "Privacy-preserving
-statistical estimation with optimal convergence rates", §3; the `ind_exp` /
-`exp` baseline of Gillenwater, Joseph & Kulesza 2021, google-research
-``dp_multiq``).
+"""The exponential mechanism for quantiles, with three public base measures.
 
-Data are clamped to the public bounds [lower, upper] and sorted,
-x_0 = lower ≤ x_1 ≤ … ≤ x_n ≤ x_{n+1} = upper.  Every y in the interval
-(x_i, x_{i+1}) has rank i (i points below it) and utility u(y) = −|i − qn|.
-Changing one record (substitution neighbours) moves every rank by at most 1,
-so the density
+Smith 2011 ("Privacy-preserving statistical estimation with optimal
+convergence rates", §3); the ``exp`` baseline of Gillenwater, Joseph & Kulesza
+2021 (google-research ``dp_multiq``); the base measure idea of Khodak, Amin,
+Dick & Vassilvitskii (ICML 2023, "Learning-augmented private algorithms for
+multiple quantile release").
 
-    p(y) ∝ exp(−ε |i(y) − qn| / 2)
+Score.  For a candidate t, with L(t) = #{x < t} and G(t) = #{x > t},
 
-is ε-DP (McSherry & Talwar 2007, Thm. 6).  It is sampled by picking interval i
-with probability ∝ (x_{i+1} − x_i)·exp(−ε|i − qn|/2) in log space, then a
-uniform point inside it.  The output density is piecewise constant, so
-:meth:`ExponentialQuantile.output_distribution` is exact.
+    s(t) = |(1 − q)·L(t) − q·G(t)|            (= |L(t) − q·n| between data points).
+
+One row added or removed changes exactly one of L, G by one (or neither, for a
+row equal to t), so s moves by at most Δ = max(q, 1 − q) under add/remove; a
+substitution removes one row and adds one, so Δ = 1 there.  The release has
+density (probability, on a grid) proportional to
+
+    μ(t) · exp(−ε · s(t) / (2Δ))
+
+with μ a public base measure; it is ε-DP (McSherry & Talwar 2007, Thm. 6: the
+base measure is fixed before the data are seen, so it cancels in every ratio).
+n appears inside the score only, whose Δ already covers n's change.
+
+Base measures (all public: they read only the bounds, q, ε and the declared
+resolution):
+
+* ``"uniform"`` — Lebesgue measure on [lower, upper] (Smith 2011);
+* ``"log"`` — uniform in φ(t) = sign(t)·log(1 + |t|/s) over the bounds,
+  density ∝ 1/(s + |t|): a loose bound's empty gap gets mass ∝ log(width)
+  rather than ∝ width (Khodak et al. 2023 use heavy-tailed priors this way);
+  s = ``log_scale``, default (upper − lower)·10⁻⁴ (public);
+* ``"grid"`` — counting measure on the public grid lower + k·resolution,
+  k = 0 … K, for a column whose resolution is declared (an integer type,
+  a decimal scale, a user-given resolution): ties and integer data release on
+  the grid.  Rows are rounded to the nearest grid point (a row-local, public
+  map) and :func:`grid_quantile_from_counts` needs only the counts of rows per
+  grid point, so a database can supply them in SQL.
+
+Sampling is exact in law: the output's density (or mass) is constant on the
+segments between consecutive distinct rows, so a segment is drawn with
+probability exactly ∝ its weight (``random.sample_index_from_log_weights``)
+and a point inside it uniformly in the base measure (``noise.exact.uniform``
+in φ-coordinates; ``RandomSource.integers`` on a grid).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .. import _validate
+from ..errors import ParameterError
 from ..privacy import PureDP
 from ..random import RandomSource, resolve, sample_index_from_log_weights
 from .base import Mechanism, OutputDistribution, Release
 
+BASES = ("uniform", "log", "grid")
+_LOG_SCALE_FRACTION = 1e-4
 
-def _points(data: Any, lower: float, upper: float) -> np.ndarray:
-    """lower, sorted clamped data, upper."""
-    x = np.sort(np.clip(_validate.data_array(data), lower, upper))
-    return np.concatenate(([lower], x, [upper]))
+
+# --------------------------------------------------------------------------- core functions
+
+
+def score_sensitivity(q: float, neighbours: str) -> float:
+    """Δ of the quantile score s(t) = |(1 − q)·L(t) − q·G(t)| under the relation."""
+    if neighbours == "substitution":
+        return 1.0
+    if neighbours == "add_remove":
+        return max(q, 1.0 - q)
+    raise ParameterError(
+        f"quantiles support neighbours 'add_remove' or 'substitution', got {neighbours!r}",
+        parameter="neighbours",
+        allowed="add_remove, substitution",
+    )
+
+
+def quantile_scores(below: np.ndarray, above: np.ndarray, q: float) -> np.ndarray:
+    """s = |(1 − q)·below − q·above|, elementwise."""
+    return np.abs((1.0 - q) * np.asarray(below, float) - q * np.asarray(above, float))
+
+
+def log_scale_map(scale: float) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """(φ, φ⁻¹) with φ(t) = sign(t)·log1p(|t|/scale): the log base measure's coordinate."""
+
+    def phi(t: Any) -> Any:
+        t = np.asarray(t, dtype=np.float64)
+        return np.sign(t) * np.log1p(np.abs(t) / scale)
+
+    def phi_inv(u: Any) -> Any:
+        u = np.asarray(u, dtype=np.float64)
+        return np.sign(u) * np.expm1(np.abs(u)) * scale
+
+    return phi, phi_inv
+
+
+def piecewise_constant_law(
+    points: np.ndarray,
+    log_density: np.ndarray,
+    log_density_at: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> OutputDistribution:
+    """The law with density exp(log_density[i]) on (points[i], points[i+1]).
+
+    ``points`` non-decreasing; zero-length segments carry no mass; the
+    densities need not be normalised (they are, here).  ``log_density_at``,
+    if given, is the unnormalised log density as a function (so that
+    ``logpdf`` at a breakpoint takes the mechanism's own value there rather
+    than the left segment's).
+    """
+    pts = np.asarray(points, dtype=np.float64)
+    lengths = np.diff(pts)
+    ld = np.asarray(log_density, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        logmass = np.where(lengths > 0, ld + np.log(np.where(lengths > 0, lengths, 1.0)), -np.inf)
+    top = logmass[np.isfinite(logmass)].max()
+    log_z = top + math.log(np.exp(logmass[np.isfinite(logmass)] - top).sum())
+    ld = ld - log_z
+    cum = np.concatenate(([0.0], np.cumsum(np.exp(logmass - log_z))))
+    cum = cum / cum[-1]
+    last = pts.size - 2
+
+    def seg(y: np.ndarray) -> np.ndarray:
+        # segment i holds (p_i, p_{i+1}]; among equal points take a non-empty one
+        return np.clip(np.searchsorted(pts, y, side="left") - 1, 0, last)
+
+    def logpdf(y: Any) -> np.ndarray:
+        y = np.asarray(y, dtype=np.float64)
+        inside = (y >= pts[0]) & (y <= pts[-1])
+        if log_density_at is not None:
+            return np.where(inside, log_density_at(y) - log_z, -np.inf)
+        return np.where(inside, ld[seg(y)], -np.inf)
+
+    def cdf(y: Any) -> np.ndarray:
+        y = np.asarray(y, dtype=np.float64)
+        i = seg(y)
+        ln = lengths[i]
+        frac = np.where(ln > 0, (y - pts[i]) / np.where(ln > 0, ln, 1.0), 0.0)
+        inner = cum[i] + np.clip(frac, 0.0, 1.0) * (cum[i + 1] - cum[i])
+        return np.where(y < pts[0], 0.0, np.where(y >= pts[-1], 1.0, inner))
+
+    return OutputDistribution(
+        pdf=lambda y: np.exp(logpdf(y)),
+        cdf=cdf,
+        kinks=tuple(float(p) for p in np.unique(pts)),
+        logpdf=logpdf,
+    )
+
+
+def sorted_rows(data: Any, lower: float, upper: float) -> np.ndarray:
+    """Validated rows clamped to [lower, upper] and sorted; an empty table is
+    data, not an error (it gets a release like any other)."""
+    if np.size(data) == 0 and not isinstance(data, str):
+        return np.empty(0, dtype=np.float64)
+    return np.sort(np.clip(_validate.data_array(data), lower, upper))
+
+
+def _check_q(q: Any) -> float:
+    try:
+        qf = float(q)
+    except (TypeError, ValueError):
+        qf = math.nan
+    if not (0.0 <= qf <= 1.0):
+        raise ParameterError(
+            f"q must be a number in [0, 1], got {q!r}", parameter="q", allowed="[0, 1]"
+        )
+    return qf
+
+
+def grid_segments(
+    candidates_count: int, index: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Segments of a grid 0 … K−1 cut by the sorted row indices ``index``.
+
+    Returns (start, length, below, above): candidates start … start+length−1
+    all have ``below`` rows strictly below and ``above`` strictly above.
+    Runs of empty grid points and the occupied points alternate, so there are
+    at most 2·(distinct rows) + 1 segments whatever K is.
+    """
+    K = int(candidates_count)
+    idx = np.asarray(index, dtype=np.int64)
+    n = idx.size
+    vals, counts = np.unique(idx, return_counts=True)
+    before = np.concatenate(([0], np.cumsum(counts)))  # rows below vals[j]
+    gap_start = np.concatenate(([0], vals + 1))
+    gap_end = np.concatenate((vals, [K]))  # exclusive
+    starts = np.empty(2 * vals.size + 1, dtype=np.int64)
+    lengths = np.empty_like(starts)
+    below = np.empty_like(starts)
+    starts[0::2], lengths[0::2], below[0::2] = gap_start, gap_end - gap_start, before
+    starts[1::2], lengths[1::2], below[1::2] = vals, 1, before[:-1]
+    above = np.empty_like(starts)
+    above[0::2] = n - before
+    above[1::2] = n - before[1:]
+    return starts, lengths, below, above
+
+
+def _grid_log_weights(lengths, below, above, q, epsilon, neighbours) -> np.ndarray:
+    delta = score_sensitivity(q, neighbours)
+    with np.errstate(divide="ignore"):
+        return np.log(lengths.astype(np.float64)) - epsilon * quantile_scores(below, above, q) / (
+            2.0 * delta
+        )
+
+
+def grid_quantile_from_counts(
+    candidates: Any,
+    counts: Any,
+    q: float,
+    epsilon: float,
+    neighbours: str = "add_remove",
+    rng: Any = None,
+) -> float:
+    """ε-DP q-quantile on a public candidate grid from the counts of rows per candidate.
+
+    ``candidates``: the public grid, increasing; ``counts[k]``: the number of
+    rows whose value rounds to ``candidates[k]`` (rows outside the grid count
+    at its nearest end).  Only these counts are read, so a database engine
+    can compute them (GROUP BY the rounded value) without exporting the
+    column.  Returns candidates[k] with probability ∝ exp(−ε·s_k/(2Δ)),
+    s_k = |(1 − q)·#below − q·#above| (module docstring).
+    """
+    cand = np.asarray(candidates, dtype=np.float64)
+    cnt = np.asarray(counts)
+    if cand.ndim != 1 or cand.size == 0 or np.any(np.diff(cand) <= 0):
+        raise ParameterError(
+            "candidates must be a non-empty increasing 1-D array", parameter="candidates"
+        )
+    if cnt.shape != cand.shape or np.any(cnt < 0):
+        raise ParameterError(
+            "counts must be non-negative and one per candidate", parameter="counts"
+        )
+    qf = _check_q(q)
+    eps = _validate.epsilon(epsilon)
+    cnt = cnt.astype(np.int64)
+    n = int(cnt.sum())
+    below = np.concatenate(([0], np.cumsum(cnt)[:-1]))
+    above = n - below - cnt
+    logw = _grid_log_weights(np.ones_like(cnt), below, above, qf, eps, neighbours)
+    return float(cand[sample_index_from_log_weights(logw, resolve(rng))])
+
+
+# --------------------------------------------------------------------------- the mechanism
+
+
+class ExponentialQuantile(Mechanism):
+    """ε-DP q-quantile over public bounds by the exponential mechanism.
+
+    ``ExponentialQuantile(query, epsilon, *, base="uniform", resolution=None,
+    log_scale=None)`` with ``query`` a :class:`~instancedp.queries.order.Quantile`
+    or ``Median`` (its bounds and q; its ``neighbours`` relation, substitution
+    when it declares none).  ``base``: ``"uniform"``, ``"log"`` or ``"grid"``
+    (needs the public ``resolution``; the grid is lower + k·resolution ≤ upper).
+    The earlier call ``ExponentialQuantile(q, lower, upper, epsilon)`` still
+    works (uniform base, substitution).  Guarantee: ``PureDP(epsilon)``.
+    """
+
+    name = "exponential_quantile"
+
+    def __init__(
+        self,
+        query: Any,
+        *args: Any,
+        epsilon: Any = None,
+        base: str = "uniform",
+        resolution: float | None = None,
+        log_scale: float | None = None,
+    ) -> None:
+        if hasattr(query, "q") and hasattr(query, "lower"):
+            if len(args) + (epsilon is not None) != 1:
+                raise ParameterError(
+                    "ExponentialQuantile(query, epsilon, *, base=...) needs epsilon once",
+                    parameter="epsilon",
+                )
+            self.query = query
+            self.q = float(query.q)
+            self.lower, self.upper = float(query.lower), float(query.upper)
+            self.epsilon = _validate.epsilon(args[0] if args else epsilon)
+            self.neighbours = getattr(query, "neighbours", "substitution")
+        else:  # the earlier call (q, lower, upper, epsilon)
+            if len(args) + (epsilon is not None) != 3:
+                raise ParameterError(
+                    "ExponentialQuantile takes (query, epsilon) or (q, lower, upper, epsilon)",
+                    parameter="query",
+                )
+            rest = list(args) + ([epsilon] if epsilon is not None else [])
+            self.query = None
+            self.q = _check_q(query)
+            self.lower, self.upper = _validate.bounds(rest[0], rest[1])
+            self.epsilon = _validate.epsilon(rest[2])
+            self.neighbours = "substitution"
+        score_sensitivity(self.q, self.neighbours)  # validates the relation
+        if base not in BASES:
+            raise ParameterError(
+                f"base must be one of {', '.join(BASES)}, got {base!r}",
+                parameter="base",
+                allowed=", ".join(BASES),
+            )
+        self.base = base
+        self.resolution = None
+        if base == "grid":
+            if resolution is None:
+                raise ParameterError(
+                    "base='grid' needs the column's public resolution (e.g. 1 for integers)",
+                    parameter="resolution",
+                    allowed="> 0",
+                )
+            self.resolution = _validate.finite_positive(resolution, "resolution")
+            count = math.floor((self.upper - self.lower) / self.resolution) + 1
+            if count > 2**53:
+                raise ParameterError(
+                    "resolution is too fine for the bounds (more than 2^53 grid points)",
+                    parameter="resolution",
+                )
+            self._grid_count = int(count)
+        self.log_scale = None
+        if base == "log":
+            self.log_scale = (
+                _validate.finite_positive(log_scale, "log_scale")
+                if log_scale is not None
+                else (self.upper - self.lower) * _LOG_SCALE_FRACTION
+            )
+
+    @property
+    def guarantee(self) -> PureDP:
+        return PureDP(self.epsilon)
+
+    def parameters(self) -> dict[str, Any]:
+        p: dict[str, Any] = {
+            "q": self.q,
+            "lower": self.lower,
+            "upper": self.upper,
+            "epsilon": self.epsilon,
+            "neighbours": self.neighbours,
+            "base": self.base,
+        }
+        if self.resolution is not None:
+            p["resolution"] = self.resolution
+        if self.log_scale is not None:
+            p["log_scale"] = self.log_scale
+        return p
+
+    # -- the law, shared by release, sample and output_distribution ----------------------
+
+    def _rows(self, data: Any) -> np.ndarray:
+        return sorted_rows(data, self.lower, self.upper)
+
+    def _grid_index(self, x: np.ndarray) -> np.ndarray:
+        k = np.rint((x - self.lower) / self.resolution).astype(np.int64)
+        return np.clip(k, 0, self._grid_count - 1)
+
+    def _continuous(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(points, coordinates of the points in the base's chart, log weights)."""
+        x = self._rows(data)
+        n = x.size
+        pts = np.concatenate(([self.lower], x, [self.upper]))
+        if self.base == "log":
+            phi, _ = log_scale_map(self.log_scale)
+            coords = phi(pts)
+        else:
+            coords = pts
+        i = np.arange(n + 1)
+        delta = score_sensitivity(self.q, self.neighbours)
+        with np.errstate(divide="ignore"):
+            logw = np.log(np.diff(coords)) - self.epsilon * np.abs(i - self.q * n) / (2 * delta)
+        return pts, coords, logw
+
+    def _grid(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        starts, lengths, below, above = grid_segments(
+            self._grid_count, self._grid_index(self._rows(data))
+        )
+        logw = _grid_log_weights(lengths, below, above, self.q, self.epsilon, self.neighbours)
+        return starts, lengths, logw
+
+    def _grid_value(self, k: int) -> float:
+        return float(min(self.lower + k * self.resolution, self.upper))
+
+    def release(self, data: Any, rng: Any = None) -> Release:
+        source: RandomSource = resolve(rng)
+        return self._record(self._draw(self._weights(data), source), source)
+
+    def _weights(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.base == "grid":
+            return self._grid(data)
+        pts, coords, logw = self._continuous(data)
+        return coords, np.diff(coords), logw
+
+    def _draw(self, weights: tuple, source: RandomSource) -> float:
+        starts, lengths, logw = weights
+        i = sample_index_from_log_weights(logw, source)
+        if self.base == "grid":
+            return self._grid_value(int(starts[i]) + source.integers(int(lengths[i])))
+        lo, hi = float(starts[i]), float(starts[i + 1])
+        if source.secure:
+            # exactly rounded point: lo + u·(hi − lo) in floats would reveal the
+            # data-dependent endpoints through its low-order bits (Mironov 2012)
+            from ..noise.exact import uniform as exact_uniform
+
+            u = exact_uniform(lo, hi, source)
+        else:
+            u = min(max(lo + source.uniform() * (hi - lo), lo), hi)
+        if self.base == "log":
+            _, phi_inv = log_scale_map(self.log_scale)
+            # φ⁻¹ is public post-processing of a point of the φ-chart law
+            return float(np.clip(phi_inv(u), self.lower, self.upper))
+        return float(u)
+
+    def sample(self, data: Any, size: int, rng: Any = None) -> np.ndarray:
+        """``size`` independent releases on one dataset (the release path, repeated)."""
+        source = resolve(rng)
+        weights = self._weights(data)
+        return np.array([self._draw(weights, source) for _ in range(int(size))])
+
+    def output_probabilities(self, data: Any) -> dict[float, float]:
+        """Grid base: the exact mass of every grid point (small grids; tests)."""
+        if self.base != "grid":
+            raise ParameterError("output_probabilities is for base='grid'", parameter="base")
+        starts, lengths, logw = self._grid(data)
+        keep = lengths > 0
+        starts, lengths, logw = starts[keep], lengths[keep], logw[keep]
+        per_point = logw - np.log(lengths.astype(float))
+        top = logw[np.isfinite(logw)].max()
+        z = np.exp(logw[np.isfinite(logw)] - top).sum()
+        out: dict[float, float] = {}
+        for s, ln, lp in zip(starts, lengths, per_point, strict=True):
+            for k in range(int(s), int(s + ln)):
+                out[self._grid_value(k)] = float(np.exp(lp - top) / z)
+        return out
+
+    def output_distribution(self, data: Any) -> OutputDistribution | dict[float, float]:
+        """Exact law: the grid base's point masses (a dict, as
+        :meth:`output_probabilities`), else a density.
+
+        Theorem (McSherry & Talwar 2007, Thm. 6, with base measure μ): the
+        density is μ(t)·exp(−ε·s(t)/(2Δ))/Z.  Proof sketch: s is constant on
+        each open segment between consecutive rows, equal to |i − qn| on the
+        i-th; integrating μ over it gives the segment's mass; the sampler
+        picks a segment with exactly that probability and then a point with
+        density ∝ μ inside it.  Uniform base: piecewise constant.  Log base:
+        density ∝ exp(−ε|i − qn|/(2Δ))/(s + |t|), returned through ``logpdf``
+        with a cdf in φ-coordinates.
+        """
+        if self.base == "grid":
+            return self.output_probabilities(data)
+        pts, coords, logw = self._continuous(data)
+        n = pts.size - 2
+        delta = score_sensitivity(self.q, self.neighbours)
+        log_score = -self.epsilon * np.abs(np.arange(n + 1) - self.q * n) / (2 * delta)
+        if self.base == "uniform":
+            return piecewise_constant_law(pts, log_score)
+        phi, _ = log_scale_map(self.log_scale)
+        chart = piecewise_constant_law(coords, log_score)  # the law of φ(T)
+        scale = self.log_scale
+
+        def logpdf(y: Any) -> np.ndarray:
+            y = np.asarray(y, dtype=np.float64)
+            return chart.logpdf(phi(y)) - np.log(scale + np.abs(y))
+
+        return OutputDistribution(
+            pdf=lambda y: np.exp(logpdf(y)),
+            cdf=lambda y: chart.cdf(phi(y)),
+            kinks=tuple(float(p) for p in np.unique(pts)),
+            logpdf=logpdf,
+        )
+
+
+# --------------------------------------------------------------------------- simulation helpers
 
 
 def interval_log_weights(
     data: Any, q: float, lower: float, upper: float, epsilon: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(points, log weights of the n+1 intervals between consecutive points).
-
-    log w_i = log(x_{i+1} − x_i) − ε|i − qn|/2; empty intervals get −inf.
-    """
-    pts = _points(data, lower, upper)
-    n = pts.size - 2
-    lengths = np.diff(pts)
-    with np.errstate(divide="ignore"):
-        logw = np.log(lengths) - 0.5 * epsilon * np.abs(np.arange(n + 1) - q * n)
+    """(points, log weights of the n+1 intervals), uniform base, substitution."""
+    mech = ExponentialQuantile(q, lower, upper, epsilon)
+    pts, _, logw = mech._continuous(data)
     return pts, logw
 
 
@@ -60,7 +486,8 @@ def exponential_quantile_sample(
     size: int,
     rng: Any = None,
 ) -> np.ndarray:
-    """Vectorised simulation draws (benchmarks): ``size`` outputs on one dataset."""
+    """Vectorised simulation draws (benchmarks): ``size`` outputs on one dataset
+    (uniform base, substitution; float path, not for releases)."""
     from ..random import as_generator
 
     gen = as_generator(rng)
@@ -71,92 +498,34 @@ def exponential_quantile_sample(
     return pts[idx] + gen.random(size) * (pts[idx + 1] - pts[idx])
 
 
-class ExponentialQuantile(Mechanism):
-    """ε-DP q-quantile over public bounds by the exponential mechanism (Smith 2011).
+def default_quantile_mechanism(
+    q: float,
+    epsilon: float,
+    *,
+    bounds: tuple[float, float] | None,
+    neighbours: str = "add_remove",
+    resolution: float | None = None,
+) -> Mechanism:
+    """The proposed default quantile release, chosen from public information only.
 
-    Neighbours: substitution (n is public).  Guarantee: ``PureDP(epsilon)``.
+    ``bounds=None``: :class:`~instancedp.mechanisms.unbounded.UnboundedQuantile`.
+    Otherwise the exponential mechanism with the grid base on a declared
+    ``resolution`` (an integer type, a decimal scale, a user-given value —
+    never a type inferred from the rows), else the log base.  The rule reads
+    neither n nor the data (``docs/results/accuracy.md`` has the cells it was
+    chosen on).
     """
+    from ..queries.order import Quantile
 
-    name = "exponential_quantile"
-    neighbours = "substitution"
+    if bounds is None:
+        from .unbounded import UnboundedQuantile
 
-    def __init__(self, q: float, lower: float, upper: float, epsilon: float) -> None:
-        try:
-            qf = float(q)
-        except (TypeError, ValueError):
-            raise ValueError(f"q must be a number in [0, 1], got {q!r}") from None
-        if not (0.0 <= qf <= 1.0):
-            raise ValueError(f"q must be a number in [0, 1], got {q!r}")
-        self.q = qf
-        self.lower, self.upper = _validate.bounds(lower, upper)
-        self.epsilon = _validate.epsilon(epsilon)
-
-    @property
-    def guarantee(self) -> PureDP:
-        return PureDP(self.epsilon)
-
-    def parameters(self) -> dict[str, Any]:
-        return {
-            "q": self.q,
-            "lower": self.lower,
-            "upper": self.upper,
-            "epsilon": self.epsilon,
-            "neighbours": self.neighbours,
-        }
-
-    def release(self, data: Any, rng: Any = None) -> Release:
-        source: RandomSource = resolve(rng)
-        pts, logw = interval_log_weights(data, self.q, self.lower, self.upper, self.epsilon)
-        i = sample_index_from_log_weights(logw, source)
-        lo, hi = float(pts[i]), float(pts[i + 1])
-        if source.secure:
-            # Exactly rounded point: the float lo + u·(hi − lo) would reveal the
-            # data-dependent endpoints through its low-order bits (Mironov 2012).
-            from ..noise.exact import uniform as exact_uniform
-
-            value = exact_uniform(lo, hi, source)
-        else:
-            # Simulation path; rounding can only land on an endpoint, keep it inside.
-            value = min(max(lo + source.uniform() * (hi - lo), lo), hi)
-        return self._record(value, source)
-
-    def output_distribution(self, data: Any) -> OutputDistribution:
-        """Exact law: density exp(−ε|i − qn|/2)/Z on interval i (piecewise constant)."""
-        pts, logw = interval_log_weights(data, self.q, self.lower, self.upper, self.epsilon)
-        n = pts.size - 2
-        logdens = -0.5 * self.epsilon * np.abs(np.arange(n + 1) - self.q * n)
-        finite = np.isfinite(logw)
-        top = logw[finite].max()
-        log_z = top + math.log(np.exp(logw[finite] - top).sum())
-        logdens = logdens - log_z
-        lengths = np.diff(pts)
-        cum = np.concatenate(([0.0], np.cumsum(np.exp(logdens) * lengths)))
-        cum = cum / cum[-1]
-
-        def interval_of(y: np.ndarray) -> np.ndarray:
-            # Interval i holds (x_i, x_{i+1}]; among equal points take the last, i.e. a
-            # non-empty interval whenever one exists.
-            i = np.searchsorted(pts, y, side="left") - 1
-            return np.clip(i, 0, n)
-
-        def logpdf(y: Any) -> np.ndarray:
-            y = np.asarray(y, dtype=np.float64)
-            i = interval_of(y)
-            inside = (y > pts[0]) & (y < pts[-1]) | (y == pts[0]) | (y == pts[-1])
-            return np.where(inside, logdens[i], -np.inf)
-
-        def cdf(y: Any) -> np.ndarray:
-            y = np.asarray(y, dtype=np.float64)
-            i = interval_of(y)
-            frac = np.where(
-                lengths[i] > 0, (y - pts[i]) / np.where(lengths[i] > 0, lengths[i], 1.0), 0.0
-            )
-            inner = cum[i] + np.clip(frac, 0.0, 1.0) * (cum[i + 1] - cum[i])
-            return np.where(y < pts[0], 0.0, np.where(y >= pts[-1], 1.0, inner))
-
-        return OutputDistribution(
-            pdf=lambda y: np.exp(logpdf(y)),
-            cdf=cdf,
-            kinks=tuple(float(p) for p in np.unique(pts)),
-            logpdf=logpdf,
-        )
+        return UnboundedQuantile(q, epsilon, neighbours=neighbours)
+    try:
+        query = Quantile(q, bounds[0], bounds[1], neighbours=neighbours)
+    except TypeError:  # a Quantile that does not take the relation yet
+        query = Quantile(q, bounds[0], bounds[1])
+        query.neighbours = neighbours
+    if resolution is not None:
+        return ExponentialQuantile(query, epsilon, base="grid", resolution=resolution)
+    return ExponentialQuantile(query, epsilon, base="log")

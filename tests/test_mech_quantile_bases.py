@@ -1,0 +1,205 @@
+"""ExponentialQuantile in the query shape: the score's sensitivity per relation
+(brute force), the exact privacy check over brute-force neighbour pairs for
+the uniform, log and grid base measures under add/remove and substitution,
+grid_quantile_from_counts, the release path against the exact law."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from instancedp.audit.profile import check_mechanism, neighbour_pairs_from_brute
+from instancedp.errors import ParameterError
+from instancedp.mechanisms.quantile import (
+    ExponentialQuantile,
+    grid_quantile_from_counts,
+    grid_segments,
+    score_sensitivity,
+)
+from instancedp.queries import brute
+from instancedp.queries.order import Median, Quantile
+from instancedp.random import simulation
+
+DOMAIN = (0.0, 1.0, 3.0)
+
+
+def quantile(q, lo, hi, relation):
+    query = Median(lo, hi) if q == 0.5 else Quantile(q, lo, hi)
+    query.neighbours = relation  # the relation a query declares (order.py gains the keyword)
+    return query
+
+
+def pairs(relation, sizes=(1, 2, 3)):
+    out = []
+    for n in sizes:
+        out += neighbour_pairs_from_brute(DOMAIN, n, relation)
+    if relation == "add_remove":
+        out += [((), (v,)) for v in DOMAIN]  # the empty table neighbours every 1-row table
+    return out
+
+
+def score(x, t, q):
+    """|(1 − q)·#{x < t} − q·#{x > t}|, from the definition."""
+    x = np.asarray(x, float)
+    return abs((1 - q) * np.sum(x < t) - q * np.sum(x > t))
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "substitution"])
+@pytest.mark.parametrize("q", [0.5, 0.25, 0.9])
+def test_score_sensitivity_is_tight_against_brute_force(relation, q):
+    ts = (-0.5, 0.0, 0.5, 1.0, 2.0, 3.0, 3.5)
+    worst = 0.0
+    inputs = [((), [(v,) for v in DOMAIN])] if relation == "add_remove" else []
+    for n in range(1, 4):
+        inputs += [(x, brute.neighbours(x, relation, DOMAIN)) for x in brute.datasets(DOMAIN, n)]
+    for x, nbrs in inputs:
+        for y in nbrs:
+            worst = max(worst, max(abs(score(x, t, q) - score(y, t, q)) for t in ts))
+    assert worst == pytest.approx(score_sensitivity(q, relation))
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "substitution"])
+@pytest.mark.parametrize("base", ["uniform", "log"])
+@pytest.mark.parametrize("q", [0.5, 0.9])
+def test_continuous_bases_are_exactly_eps_dp(relation, base, q):
+    eps = 0.7
+    mech = ExponentialQuantile(quantile(q, -1.0, 4.0, relation), eps, base=base, log_scale=0.3)
+    check = check_mechanism(mech, pairs(relation))
+    assert check.passed, check
+    # not loose: some pair of these small tables spends most of a one-rank move
+    assert check.measured >= 0.35 * eps
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "substitution"])
+@pytest.mark.parametrize("q", [0.5, 0.25])
+def test_grid_base_is_exactly_eps_dp(relation, q):
+    eps = 0.9
+    mech = ExponentialQuantile(quantile(q, -1.0, 4.0, relation), eps, base="grid", resolution=0.5)
+    check = check_mechanism(mech, pairs(relation))
+    assert check.passed, check
+    assert check.measured >= 0.35 * eps
+
+
+def test_add_remove_median_exponent_is_twice_substitution():
+    # the same data: under add/remove the median's exponent is ε·|rank distance|
+    x = [0.0, 1.0, 1.0, 3.0]
+    ar = ExponentialQuantile(quantile(0.5, -1, 4, "add_remove"), 1.0).output_distribution(x)
+    sub = ExponentialQuantile(quantile(0.5, -1, 4, "substitution"), 1.0).output_distribution(x)
+    # segment (−1, 0) has rank 0, segment (0, 1) rank 1: one rank apart, qn = 2
+    assert float(ar.logpdf(0.5) - ar.logpdf(-0.5)) == pytest.approx(1.0)
+    assert float(sub.logpdf(0.5) - sub.logpdf(-0.5)) == pytest.approx(0.5)
+
+
+def test_log_base_density_against_definition():
+    x = [2.0, 5.0, 40.0]
+    mech = ExponentialQuantile(quantile(0.5, 0.0, 1000.0, "add_remove"), 1.0, base="log")
+    s = mech.log_scale
+    law = mech.output_distribution(x)
+    ts = np.array([1.0, 3.0, 10.0, 100.0, 900.0])
+    ref = np.array([np.exp(-score(x, t, 0.5) / (2 * 0.5)) / (s + t) for t in ts])
+    got = law.pdf(ts)
+    assert got / got[0] == pytest.approx(ref / ref[0], rel=1e-9)
+    assert float(law.cdf(1000.0)) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("base", ["uniform", "log"])
+def test_release_path_matches_exact_law(base):
+    x = [1.0, 2.0, 2.0, 7.0, 9.0]
+    mech = ExponentialQuantile(quantile(0.5, 0.0, 100.0, "add_remove"), 1.0, base=base)
+    draws = np.sort(mech.sample(x, 3000, simulation(5)))
+    law = mech.output_distribution(x)
+    ks = np.max(np.abs(law.cdf(draws) - np.arange(1, draws.size + 1) / draws.size))
+    assert ks < 0.035  # KS critical value at level 0.001 for n = 3000 is 0.0356
+
+
+def test_grid_release_lands_on_the_grid_with_exact_frequencies():
+    x = [3, 3, 3, 4, 10]
+    mech = ExponentialQuantile(quantile(0.5, 0, 20, "add_remove"), 1.0, base="grid", resolution=1)
+    law = mech.output_probabilities(x)
+    assert sum(law.values()) == pytest.approx(1.0)
+    assert max(law, key=law.get) == 3.0  # the tie is the median and gets the most mass
+    draws = mech.sample(x, 4000, simulation(2))
+    assert set(np.unique(draws)) <= set(law)
+    for v in (3.0, 4.0):
+        # 5-sigma band: false failure < 1e-6
+        p = law[v]
+        assert abs(np.mean(draws == v) - p) < 5 * np.sqrt(p * (1 - p) / 4000)
+
+
+def test_grid_segments_compress_a_huge_grid():
+    starts, lengths, below, above = grid_segments(10**12, np.array([5, 5, 7]))
+    assert lengths.sum() == 10**12
+    assert list(zip(starts, lengths, below, above, strict=True))[:4] == [
+        (0, 5, 0, 3),
+        (5, 1, 0, 1),
+        (6, 1, 2, 1),
+        (7, 1, 2, 0),
+    ]
+
+
+def test_grid_from_counts_matches_mechanism():
+    # the counts-only entry point gives the same law as the mechanism on rows
+    x = [0, 1, 1, 2, 4]
+    cand = np.arange(0, 6, dtype=float)
+    counts = np.array([np.sum(np.asarray(x) == c) for c in cand])
+    mech = ExponentialQuantile(quantile(0.5, 0, 5, "add_remove"), 0.8, base="grid", resolution=1)
+    law = mech.output_probabilities(x)
+    src = simulation(9)
+    draws = np.array(
+        [grid_quantile_from_counts(cand, counts, 0.5, 0.8, "add_remove", src) for _ in range(3000)]
+    )
+    for v, p in law.items():
+        assert abs(np.mean(draws == v) - p) < 5 * np.sqrt(p * (1 - p) / 3000) + 1e-12
+
+
+def test_empty_and_single_row_are_total():
+    for rel in ("add_remove", "substitution"):
+        for base, kw in (("uniform", {}), ("log", {}), ("grid", {"resolution": 1.0})):
+            mech = ExponentialQuantile(quantile(0.5, 0, 10, rel), 1.0, base=base, **kw)
+            for x in ([], [10.0], [1e300], [-1e-320]):
+                v = mech.release(x, simulation(1)).value
+                assert 0.0 <= v <= 10.0
+
+
+def test_record_states_relation_and_base():
+    mech = ExponentialQuantile(quantile(0.9, 0, 10, "add_remove"), 1.0, base="grid", resolution=1)
+    rec = mech.release([1, 2, 3], simulation(0))
+    assert rec.parameters["neighbours"] == "add_remove"
+    assert rec.parameters["base"] == "grid" and rec.parameters["resolution"] == 1.0
+    assert rec.secure is False
+
+
+def test_bad_parameters_name_themselves():
+    q = quantile(0.5, 0, 10, "add_remove")
+    with pytest.raises(ParameterError) as e:
+        ExponentialQuantile(q, 1.0, base="cauchy")
+    assert e.value.parameter == "base"
+    with pytest.raises(ParameterError) as e:
+        ExponentialQuantile(q, 1.0, base="grid")
+    assert e.value.parameter == "resolution"
+    with pytest.raises(ParameterError) as e:
+        grid_quantile_from_counts([0, 1], [1, -1], 0.5, 1.0)
+    assert e.value.parameter == "counts"
+    with pytest.raises(ParameterError):
+        ExponentialQuantile(quantile(0.5, 0, 10, "edge"), 1.0)
+
+
+def test_all_equal_rows_and_ties_on_grid():
+    mech = ExponentialQuantile(quantile(0.5, 0, 100, "add_remove"), 2.0, base="grid", resolution=1)
+    law = mech.output_probabilities([42] * 50)
+    assert law[42.0] > 0.999
+    assert list(itertools.islice(sorted(law), 1)) == [0.0]
+
+
+def test_default_rule_reads_public_information_only():
+    from instancedp.mechanisms.quantile import default_quantile_mechanism
+    from instancedp.mechanisms.unbounded import UnboundedQuantile
+
+    m = default_quantile_mechanism(0.5, 1.0, bounds=None)
+    assert isinstance(m, UnboundedQuantile) and m.neighbours == "add_remove"
+    m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), resolution=1)
+    assert m.base == "grid" and m.parameters()["neighbours"] == "add_remove"
+    m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), neighbours="substitution")
+    assert m.base == "log" and m.neighbours == "substitution"
