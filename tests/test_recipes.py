@@ -46,7 +46,7 @@ def test_add_remove_defaults_never_use_n():
 @pytest.mark.parametrize(
     "call, parameter",
     [
-        (lambda: build_mechanism("median", 1.0), "bounds"),
+        (lambda: build_mechanism("mean", 1.0), "bounds"),
         (lambda: build_mechanism("quantile", 1.0, bounds=(0, 1)), "quantile"),
         (lambda: build_mechanism("median", 0.0, bounds=(0, 1)), "epsilon"),
         (lambda: build_mechanism("median", 1.0, bounds=(0, 1), mechanism="nope"), "mechanism"),
