@@ -107,15 +107,15 @@ class Source:
 
 
 def _is_frame(data: Any) -> bool:
-    mod = type(data).__module__
-    return mod.startswith(("pandas.", "polars.", "pyarrow."))
+    root = type(data).__module__.split(".")[0]
+    return root in ("pandas", "polars", "pyarrow")
 
 
 def _frame_columns(data: Any) -> dict[str, np.ndarray]:
-    mod = type(data).__module__
-    if mod.startswith("pandas."):
+    root = type(data).__module__.split(".")[0]
+    if root == "pandas":
         return {str(c): data[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in data.columns}
-    if mod.startswith("polars."):
+    if root == "polars":
         return {c: data[c].cast(float).to_numpy() for c in data.columns}
     return {c: data.column(c).to_numpy(zero_copy_only=False).astype(np.float64)
             for c in data.column_names}
