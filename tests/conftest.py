@@ -38,7 +38,9 @@ def spark():
         .config("spark.default.parallelism", "1")
         .config("spark.driver.maxResultSize", "1m")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", "-Xss16m")
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.sql.codegen.wholeStage", "false")  # tiny test tables: skip compiling
+        .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
