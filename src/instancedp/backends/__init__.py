@@ -66,7 +66,7 @@ class Source:
         self, column: str | None, lower: float, upper: float, *, shift: bool = False,
         missing: Missing = "drop",
     ) -> tuple[int, int]:
-        """(n, S) with S = Σ trunc(clamp(x)·2^s), s = ``fixed_point_exponent(lower, upper, shift)``."""
+        """(n, S): S = Σ trunc(clamp(x)·2^s), s = ``fixed_point_exponent(lower, upper, shift)``."""
         return self.engine.count_and_sum(column, lower, upper, shift, missing)
 
     def exact_clamped_sum(

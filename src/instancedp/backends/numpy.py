@@ -230,7 +230,9 @@ def top_counts(values: Any, k: int, missing: Missing = "drop") -> list[tuple[Any
 
 def check_k(k: int) -> int:
     if int(k) != k or k < 1:
-        raise ParameterError(f"k must be a positive integer, got {k!r}", parameter="k", allowed=">= 1")
+        raise ParameterError(
+            f"k must be a positive integer, got {k!r}", parameter="k", allowed=">= 1"
+        )
     return int(k)
 
 

@@ -32,7 +32,7 @@ DIALECT = Dialect(
 def connect(
     url: str, *, table: str | None = None, sql: str | None = None, timeout_s: float = 600.0
 ) -> SQLEngine:
-    """An engine over one table (``schema.table`` allowed) or one SELECT of a PostgreSQL database."""
+    """An engine over one table (``schema.table`` allowed) or one SELECT of a PostgreSQL db."""
     import psycopg
 
     if (table is None) == (sql is None):
