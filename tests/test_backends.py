@@ -62,7 +62,8 @@ def test_exact_sum_matches_rational_arithmetic(name, lo, hi):
             scale = Fraction(2) ** -s
             terms = [math.trunc(Fraction((min(max(v, lo), hi) - lo) if shift
                                          else min(max(v, lo), hi)) * 2**s) for v in x]
-            top = Fraction(hi) - Fraction(lo) if shift else max(abs(Fraction(lo)), abs(Fraction(hi)))
+            flo, fhi = Fraction(lo), Fraction(hi)
+            top = fhi - flo if shift else max(abs(flo), abs(fhi))
             assert all(abs(t) <= 2**52 and abs(t * scale) <= top for t in terms)
 
 
