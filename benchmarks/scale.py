@@ -17,8 +17,9 @@ for quantiles, Gumbel-max on the utility −|rank − q·n|) so that the timings
 not wait on the library's mechanism API; they cost microseconds next to the
 scans.
 
-``--quick``: 10^6 rows, DuckDB only (≤ 2 minutes; ``--spark`` adds Spark).  Full run: 10^7 and 10^8 rows
-(and Spark at 10^7); ``--billion`` adds 10^9 rows when the disk has room.
+``--quick``: 10^6 rows, DuckDB only (≤ 2 minutes; ``--spark`` adds Spark).
+Full run: 10^7 and 10^8 rows (and Spark at 10^7); ``--billion`` adds 10^9 rows
+when the disk has room.
 """
 
 from __future__ import annotations
