@@ -171,6 +171,9 @@ class SQLEngine:
             cell = self.bucket_sql("x", interior, p)
             sql = f"SELECT b, COUNT(*) FROM (SELECT {cell} AS b FROM {src}) AS h GROUP BY b"
         else:
+            fast = self._histogram_by_labels(src, p, float(e[0]), float(e[-1]), interior)
+            if fast is not None:
+                return fast
             depth = max(1, math.ceil(math.log2(interior.size + 1)))
             padded = [d.lit(v, p) for v in interior] + [d.inf] * (2**depth - 1 - interior.size)
             arr = d.array.format(items=", ".join(padded))
@@ -186,6 +189,59 @@ class SQLEngine:
             out[int(b)] += int(c)
         return out
 
+    def _histogram_by_labels(
+        self, src: str, p: list, e0: float, em: float, interior: np.ndarray
+    ) -> np.ndarray | None:
+        """Cells from one monotone label per row and at most one edge comparison.
+
+        label(x) = ⌊(x − e0)·c⌋ is non-decreasing in x, computed here in Python
+        with the same IEEE operations as in the engine.  With at most one
+        interior edge per label: an edge with a smaller label is ≤ x, one with
+        a larger label is > x, so cell(x) = #(edges with label < label(x)) +
+        [x ≥ the edge with label(x)].  None (use the binary search) when two
+        edges share a label.
+        """
+        d = self.dialect
+        labels = 8 * (interior.size + 1)
+        c = labels / (em - e0)
+        if not math.isfinite(c):
+            return None
+        lab_e = [math.floor((float(v) - e0) * c) for v in interior]
+        if len(set(lab_e)) != len(lab_e):
+            return None
+        table = [d.inf] * (labels + 2)
+        for lab, v in zip(lab_e, interior, strict=True):
+            table[lab] = d.lit(float(v), p)  # read back 1-based, as element lab + 1
+        arr = d.array.format(items=", ".join(table))
+        label = d.int_cast.format(e=f"((x - {d.lit(e0, p)}) * {d.lit(c, p)})")
+        probe = d.element.format(arr="t", i="lab + 1")
+        sql = (f"SELECT lab, COUNT(*), SUM(CASE WHEN x >= {probe} THEN 1 ELSE 0 END) FROM "
+               f"(SELECT x, {label} AS lab, {arr} AS t FROM {src}) AS g GROUP BY lab")
+        out = np.zeros(interior.size + 1, dtype=np.int64)
+        lab_sorted = np.array(lab_e, dtype=np.int64)  # increasing, as the edges are
+        for lab, cnt, above in self.execute(sql, p):
+            base = int(np.searchsorted(lab_sorted, int(lab), side="left"))  # edges below
+            out[base] += int(cnt) - int(above)
+            if int(above):
+                out[base + 1] += int(above)
+        return out
+
+    def _label_groups(self, column, lo, hi, missing, a: float, b: float) -> list | None:
+        """(label, count, min, max) of the rows in [a, b], labels ⌊(x − a)·B/(b − a)⌋, sorted."""
+        d = self.dialect
+        c = d.labels / (b - a)
+        if not math.isfinite(c):
+            return None
+        p: list = []
+        src = self._clamped(column, lo, hi, missing, p)
+        where = f"x >= {d.lit(a, p)} AND x <= {d.lit(b, p)}"
+        label = d.int_cast.format(e=f"((x - {d.lit(a, p)}) * {d.lit(c, p)})")
+        sql = (f"SELECT lab, COUNT(*), MIN(x), MAX(x) FROM "
+               f"(SELECT x, {label} AS lab FROM {src} WHERE {where}) AS g "
+               f"GROUP BY lab ORDER BY lab")
+        return [(int(lab), int(gc), float(gmin), float(gmax))
+                for lab, gc, gmin, gmax in self.execute(sql, p)]
+
     def order_window(
         self, column: str | None, lo: float, hi: float, start: int, stop: int,
         missing: ref.Missing = "drop",
@@ -193,45 +249,46 @@ class SQLEngine:
         d = self.dialect
         lo, hi = ref.check_bounds(lo, hi)
         start, stop = ref.check_ranks(start, stop)
-        p0: list = []
-        src0 = self._clamped(column, lo, hi, missing, p0)
-        n = int(self._one(f"SELECT COUNT(*) FROM {src0}", p0)[0])
+        # The first round's label counts over [lo, hi] also give n: no separate COUNT scan.
+        groups = None if lo == hi else self._label_groups(column, lo, hi, missing, lo, hi)
+        if groups is None:
+            p0: list = []
+            src0 = self._clamped(column, lo, hi, missing, p0)
+            n = int(self._one(f"SELECT COUNT(*) FROM {src0}", p0)[0])
+        else:
+            n = sum(g[1] for g in groups)
         first, last = max(start, 0), min(stop, n)  # data ranks [first, last)
         if first >= last:
             return ref.pad_window(np.empty(0), start, stop, lo, hi, offset=0, n=n)
         a, b, below, cnt = lo, hi, 0, n
         for _round in range(8):
-            p: list = []
-            src = self._clamped(column, lo, hi, missing, p)
-            where = f"x >= {d.lit(a, p)} AND x <= {d.lit(b, p)}"
             if a == b:
                 inside = np.full(last - first, a)
                 return ref.pad_window(inside, start, stop, lo, hi, offset=first, n=n)
             if cnt <= d.fetch_cap:
+                p: list = []
+                src = self._clamped(column, lo, hi, missing, p)
+                where = f"x >= {d.lit(a, p)} AND x <= {d.lit(b, p)}"
                 rows = self.execute(f"SELECT x FROM {src} WHERE {where} ORDER BY x", p)
                 vals = np.array([r[0] for r in rows], dtype=np.float64)
                 inside = vals[first - below : last - below]
                 return ref.pad_window(inside, start, stop, lo, hi, offset=first, n=n)
-            c = d.labels / (b - a)
-            if not math.isfinite(c):
-                break
-            label = d.int_cast.format(e=f"((x - {d.lit(a, p)}) * {d.lit(c, p)})")
-            sql = (f"SELECT lab, COUNT(*), MIN(x), MAX(x) FROM "
-                   f"(SELECT x, {label} AS lab FROM {src} WHERE {where}) AS g "
-                   f"GROUP BY lab ORDER BY lab")
-            groups = self.execute(sql, p)
+            if groups is None:
+                groups = self._label_groups(column, lo, hi, missing, a, b)
+                if groups is None:
+                    break
             run = below
             new_a = new_b = None
             new_below = new_cnt = 0
             for _lab, gc, gmin, gmax in groups:
-                gc = int(gc)
                 lo_rank, hi_rank = run, run + gc  # ranks [lo_rank, hi_rank) in this label
                 if hi_rank > first and lo_rank < last:
                     if new_a is None:
-                        new_a, new_below = float(gmin), lo_rank
-                    new_b = float(gmax)
+                        new_a, new_below = gmin, lo_rank
+                    new_b = gmax
                     new_cnt += gc
                 run = hi_rank
+            groups = None
             if (new_a, new_b, new_cnt) == (a, b, cnt):
                 break  # no progress: the window spans the whole range
             a, b, below, cnt = new_a, new_b, new_below, new_cnt
