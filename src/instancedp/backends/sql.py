@@ -177,11 +177,11 @@ class SQLEngine:
             depth = max(1, math.ceil(math.log2(interior.size + 1)))
             padded = [d.lit(v, p) for v in interior] + [d.inf] * (2**depth - 1 - interior.size)
             arr = d.array.format(items=", ".join(padded))
-            layer = f"(SELECT x, 0 AS b, {arr} AS e FROM {src}) AS l0"
+            layer = f"(SELECT x, 0 AS b FROM {src}) AS l0"
             for t in range(depth):
                 h = 2 ** (depth - 1 - t)
-                probe = d.element.format(arr="e", i=f"b + {h}")
-                layer = (f"(SELECT x, b + CASE WHEN {probe} <= x THEN {h} ELSE 0 END AS b, e "
+                probe = d.element.format(arr=arr, i=f"b + {h}")
+                layer = (f"(SELECT x, b + CASE WHEN {probe} <= x THEN {h} ELSE 0 END AS b "
                          f"FROM {layer}) AS l{t + 1}")
             sql = f"SELECT b, COUNT(*) FROM {layer} GROUP BY b"
         out = np.zeros(m, dtype=np.int64)
@@ -209,14 +209,14 @@ class SQLEngine:
         lab_e = [math.floor((float(v) - e0) * c) for v in interior]
         if len(set(lab_e)) != len(lab_e):
             return None
-        table = [d.inf] * (labels + 2)
-        for lab, v in zip(lab_e, interior, strict=True):
-            table[lab] = d.lit(float(v), p)  # read back 1-based, as element lab + 1
-        arr = d.array.format(items=", ".join(table))
+        # The edges as a small (label, edge) relation joined to each row's label: one hash
+        # probe per row (cheaper than indexing a constant array in DuckDB).
+        pairs = ", ".join(f"({lab}, {d.lit(float(v), p)})"
+                          for lab, v in zip(lab_e, interior, strict=True))
         label = d.int_cast.format(e=f"((x - {d.lit(e0, p)}) * {d.lit(c, p)})")
-        probe = d.element.format(arr="t", i="lab + 1")
-        sql = (f"SELECT lab, COUNT(*), SUM(CASE WHEN x >= {probe} THEN 1 ELSE 0 END) FROM "
-               f"(SELECT x, {label} AS lab, {arr} AS t FROM {src}) AS g GROUP BY lab")
+        sql = (f"SELECT g.lab, COUNT(*), SUM(CASE WHEN x >= edge THEN 1 ELSE 0 END) FROM "
+               f"(SELECT x, {label} AS lab FROM {src}) AS g "
+               f"LEFT JOIN (VALUES {pairs}) AS e(elab, edge) ON g.lab = e.elab GROUP BY g.lab")
         out = np.zeros(interior.size + 1, dtype=np.int64)
         lab_sorted = np.array(lab_e, dtype=np.int64)  # increasing, as the edges are
         for lab, cnt, above in self.execute(sql, p):
