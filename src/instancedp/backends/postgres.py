@@ -6,8 +6,7 @@ Literals are ``'…'::double precision`` from Python's shortest round-trip
 ``numeric``; a cell is ``width_bucket(x, thresholds)``, PostgreSQL's own
 binary search over the interior edges (the count of thresholds ≤ x).
 PostgreSQL raises on float underflow, which is why the fixed-point rule tests
-|x| < 2^−s before scaling.  Text is ordered ``COLLATE "C"`` (bytewise), not
-by the server's locale.
+|x| < 2^−s before scaling.
 """
 
 from __future__ import annotations

@@ -55,7 +55,6 @@ class Dialect:
     fetch_cap: int = 1 << 17  # rows fetched sorted once a range holds at most this many
     exact_sum: str = "single"  # "single": SUM(k) is exact; "split": two 64-bit sums
     sum_cast: str = "{k}"
-    text_collate: str = ""
 
     def quote(self, name: str) -> str:
         q = self.quote_char
