@@ -214,3 +214,26 @@ def test_a_row_entering_the_selection_moves_only_the_aggregates(tmp_path):
     (n0, s0), (n1, s1) = out.count_and_sum("v", -2, 2), inn.count_and_sum("v", -2, 2)
     assert (n1 - n0, s1 - s0) == (1, math.trunc(1.75 * 2**s))
     assert abs(Fraction(s1 - s0, 2**s)) <= 2  # the add/remove sensitivity max(|lo|, |hi|)
+
+
+def _record(src, column) -> bytes:
+    """A seeded release record built only from the primitives (a stand-in mechanism)."""
+    import json
+
+    from instancedp import random as idp_random
+
+    rng = idp_random.simulation(11).generator
+    n, total = src.count_and_sum(column, -2.0, 2.0, shift=True)
+    s = ref.fixed_point_exponent(-2.0, 2.0, shift=True)
+    counts = src.histogram(column, np.linspace(-2, 2, 33))
+    window = src.order_window(column, -2.0, 2.0, n // 2 - 3, n // 2 + 3)
+    value = -2.0 + (total * 2.0**-s + rng.laplace(0, 4.0)) / max(1.0, n + rng.laplace(0, 2.0))
+    return json.dumps({"value": value, "counts": counts.tolist(),
+                       "window": window.tolist()}).encode()
+
+
+@pytest.mark.parametrize("name", ["random", "missing", "signed_zero", "empty"])
+def test_seeded_records_are_the_same_bytes(tmp_path, name):
+    want = _record(open_source(as_array(name)), None)
+    assert _record(open_source(_parquet_file(tmp_path, name)), "v") == want
+    assert _record(open_source(_sqlite_file(tmp_path, name), table="t"), "v") == want
