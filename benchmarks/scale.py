@@ -166,7 +166,9 @@ def measure(method: str, path: str, stat: str) -> dict | list:
     proc = subprocess.run([sys.executable, __file__, "--child", method, path, stat],
                           capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
-        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed"}
+        lines = proc.stderr.strip().splitlines() or ["failed"]
+        errs = [ln for ln in lines if "Error" in ln] or lines
+        return {"error": errs[-1][:300]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -214,10 +216,9 @@ def ratios(rows: list[dict]) -> list[dict]:
     for r in rows:
         if r["method"].startswith("instancedp") and "seconds" in r:
             b = base.get((r["engine"], r["n"], r["statistic"]))
-            if b:
-                out.append({**r, "baseline_seconds": b["seconds"],
-                            "baseline_rss_mb": b.get("peak_rss_mb"),
-                            "ratio": r["seconds"] / b["seconds"]})
+            out.append({**r, "baseline_seconds": b["seconds"] if b else None,
+                        "baseline_rss_mb": b.get("peak_rss_mb") if b else None,
+                        "ratio": r["seconds"] / b["seconds"] if b else None})
     return out
 
 
@@ -256,10 +257,14 @@ def write(res: dict) -> None:
               "peak RSS MB | engine's own RSS MB |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rat:
         rss = f"{r['peak_rss_mb']:.0f}" if r["engine"] == "duckdb" else "– (JVM)"
-        brss = f"{r['baseline_rss_mb']:.0f}" if r["engine"] == "duckdb" else "– (JVM)"
+        brss = (f"{r['baseline_rss_mb']:.0f}" if r["engine"] == "duckdb" and r["baseline_rss_mb"]
+                else "– (JVM)")
+        if r["ratio"] is None:
+            base_s, ratio, brss = "failed (see below)", "–", "–"
+        else:
+            base_s, ratio = f"{r['baseline_seconds']:.2f}", f"{r['ratio']:.2f}"
         lines.append(f"| {r['engine']} | {r['n']:.0e} | {r['statistic']} | {r['method']} | "
-                     f"{r['seconds']:.2f} | {r['baseline_seconds']:.2f} | {r['ratio']:.2f} | "
-                     f"{rss} | {brss} |")
+                     f"{r['seconds']:.2f} | {base_s} | {ratio} | {rss} | {brss} |")
     errs = [r for r in res["rows"] if "error" in r]
     if errs:
         lines += ["", "## Failed measurements", ""]
@@ -303,6 +308,9 @@ def plot(res: dict, rat: list[dict]) -> None:
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(*sys.argv[2:5])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--render":  # rewrite md/png from scale.json
+        write(json.loads((OUT / "scale.json").read_text()))
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="10^6 rows only (≤ 2 minutes)")
