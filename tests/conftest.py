@@ -30,6 +30,31 @@ def _pg_bindir() -> str | None:
 
 
 @pytest.fixture(scope="session")
+def spark():
+    """A local[1] SparkSession (UI off, one shuffle partition, 1 MB driver result limit)."""
+    pyspark = pytest.importorskip("pyspark", reason="pip install 'instancedp[spark]'")
+    del pyspark
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[1]")
+        .appName("instancedp-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.default.parallelism", "1")
+        .config("spark.driver.maxResultSize", "1m")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.sql.codegen.wholeStage", "false")  # tiny test tables: skip compiling
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
 def postgres_url():
     """``postgresql://postgres@127.0.0.1:PORT/postgres`` of a server started for the run.
 

@@ -1,0 +1,89 @@
+"""DuckDB: files (Parquet, CSV), SQL over them, and in-memory frames, out of core.
+
+The connection is in memory; the source is registered as the view ``data``,
+then the connection is sandboxed: only the source files stay readable
+(``allowed_paths``), ``enable_external_access = false`` and
+``lock_configuration = true``, so no later statement can read another file,
+load an extension or lift the memory limit.  ``memory_limit`` and ``threads``
+are DuckDB's own settings; with a ``temp_directory`` DuckDB spills sorts and
+aggregates to disk instead of failing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import ParameterError, SchemaError
+from .sql import Dialect, SQLEngine
+
+__all__ = ["DIALECT", "connect"]
+
+DIALECT = Dialect(name="duckdb")
+
+_READERS = {".parquet": "read_parquet", ".pq": "read_parquet", ".csv": "read_csv",
+            ".tsv": "read_csv", ".json": "read_json_auto", ".jsonl": "read_json_auto"}
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def connect(
+    data: Any,
+    *,
+    sql: str | None = None,
+    memory_limit: str | None = None,
+    threads: int | None = None,
+    temp_directory: str | None = None,
+) -> SQLEngine:
+    """An engine over a file path (Parquet/CSV/JSON) or a pandas/polars/Arrow frame.
+
+    ``sql`` (optional) is a SELECT over the view ``data``; the primitives then
+    read its result.
+    """
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    if memory_limit is not None:
+        con.execute(f"SET memory_limit = {_literal(str(memory_limit))}")
+    if threads is not None:
+        if int(threads) < 1:
+            raise ParameterError("threads must be >= 1", parameter="threads", allowed=">= 1")
+        con.execute(f"SET threads = {int(threads)}")
+    tmp = temp_directory or tempfile.mkdtemp(prefix="instancedp-duckdb-")
+    con.execute(f"SET temp_directory = {_literal(tmp)}")
+    allowed: list[str] = []
+    if isinstance(data, str | os.PathLike):
+        path = Path(data)
+        if not path.exists():
+            raise ParameterError(f"no such file: {str(path)!r}", parameter="data")
+        suffix = path.suffix.lower()
+        if suffix not in _READERS:
+            raise ParameterError(
+                f"cannot read {path.name!r} with DuckDB",
+                parameter="data",
+                allowed=", ".join(sorted(_READERS)),
+            )
+        con.execute(f"CREATE VIEW data AS SELECT * FROM {_READERS[suffix]}({_literal(str(path))})")
+        allowed.append(str(path.resolve()))
+        allowed.append(str(path))
+    else:
+        con.register("data", data)
+    con.execute("SET allowed_paths = [" + ", ".join(_literal(a) for a in allowed + [tmp]) + "]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    relation = "data" if sql is None else f"({sql}) AS q"
+    try:
+        cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()]
+    except duckdb.Error as exc:
+        raise SchemaError(f"DuckDB cannot read the source: {exc}") from exc
+
+    def execute(query: str, params: list) -> list[tuple]:
+        return con.execute(query, params).fetchall()
+
+    engine = SQLEngine(DIALECT, execute, relation, cols)
+    engine.connection = con  # type: ignore[attr-defined]
+    return engine

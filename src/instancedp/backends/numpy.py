@@ -1,0 +1,280 @@
+"""The in-memory reference backend: every primitive on a 1-D numpy array.
+
+This module is the *definition* each engine is tested against; the SQL
+engines (``sql.py``) reproduce it with the same IEEE-double operations.
+
+Public policies applied before any primitive (they depend on public
+parameters only):
+
+- **missing values**: NULL/None and NaN rows are *missing*.  ``missing="drop"``
+  removes them; a float ``missing=v`` replaces them by ``v`` (then clamped like
+  any row).  ±inf are values, clamped to the bounds like any other.
+- **signed zero**: every clamped value is normalised by ``+ 0.0`` so that −0.0
+  and 0.0 are one value in every engine (JSON prints them differently).
+
+The exact clamped sum uses the public fixed-point grid (derived from the
+bounds only): with M = max(|lo|, |hi|) — or D = fl(hi − lo) when the origin is
+shifted to lo — and E the smallest integer with 2^E ≥ M, s = 52 − E; each row
+contributes k_i = trunc(clamp(x_i)·2^s) (|k_i| ≤ 2^52, a multiplication by a
+power of two, so exact or, below 1, truncated to 0 identically everywhere) and
+S = Σ k_i is an exact integer.  The statistic is S·2^−s.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ParameterError
+
+__all__ = [
+    "Missing",
+    "apply_missing",
+    "check_bounds",
+    "check_edges",
+    "fixed_point_exponent",
+    "exact_clamped_sum",
+    "clamp",
+    "count",
+    "count_and_sum",
+    "histogram",
+    "order_window",
+    "top_counts",
+]
+
+Missing = str | float
+
+_SPLIT = 26  # int64 partial sums of k >> 26 and k & (2^26 − 1) are exact for n < 2^37
+
+
+def check_missing(missing: Missing) -> Missing:
+    """``"drop"`` or a finite float fill value."""
+    if isinstance(missing, str):
+        if missing != "drop":
+            raise ParameterError(
+                f"missing must be 'drop' or a finite number, got {missing!r}",
+                parameter="missing",
+                allowed="'drop' or a finite number",
+            )
+        return missing
+    v = float(missing)
+    if not math.isfinite(v):
+        raise ParameterError(
+            f"missing must be 'drop' or a finite number, got {missing!r}",
+            parameter="missing",
+            allowed="'drop' or a finite number",
+        )
+    return v
+
+
+def check_bounds(lo: float, hi: float) -> tuple[float, float]:
+    """Finite public bounds lo ≤ hi (as doubles)."""
+    lo, hi = float(lo), float(hi)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        raise ParameterError(
+            f"bounds must be finite with lower <= upper, got [{lo!r}, {hi!r}]",
+            parameter="bounds",
+            allowed="finite lower <= upper",
+        )
+    return lo, hi
+
+
+def check_edges(edges: Sequence[float]) -> np.ndarray:
+    """At least two finite, strictly increasing public cell edges."""
+    e = np.asarray(edges, dtype=np.float64)
+    if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0):
+        raise ParameterError(
+            "edges must be at least two finite, strictly increasing numbers",
+            parameter="edges",
+            allowed="finite, strictly increasing, length >= 2",
+        )
+    return e + 0.0
+
+
+def check_ranks(start: int, stop: int) -> tuple[int, int]:
+    start, stop = int(start), int(stop)
+    if stop < start:
+        raise ParameterError(
+            f"rank window [start, stop) must have start <= stop, got [{start}, {stop})",
+            parameter="stop",
+            allowed=f">= start ({start})",
+        )
+    return start, stop
+
+
+def fixed_point_exponent(lo: float, hi: float, shift: bool = False) -> int:
+    """s = 52 − E with E the smallest integer such that 2^E ≥ M (M = max(|lo|, |hi|)).
+
+    With ``shift`` the range is D = fl(hi − lo) (the origin moves to lo).
+    M = 0 gives s = 52 (every term is 0 anyway).
+    """
+    lo, hi = check_bounds(lo, hi)
+    m = (hi - lo) if shift else max(abs(lo), abs(hi))
+    if not math.isfinite(m):
+        raise ParameterError(
+            "the bounds' range hi − lo overflows a double",
+            parameter="bounds",
+            allowed="hi − lo finite",
+        )
+    if m == 0.0:
+        return 52
+    frac, e = math.frexp(m)  # m = frac·2^e, 0.5 ≤ frac < 1
+    big_e = e - 1 if frac == 0.5 else e
+    return 52 - big_e
+
+
+def apply_missing(values: Any, missing: Missing = "drop") -> np.ndarray:
+    """Float64 rows after the public missing-value policy (NULL/None/NaN are missing)."""
+    missing = check_missing(missing)
+    x = np.asarray(values)
+    if x.dtype == object:
+        x = np.array([np.nan if v is None else float(v) for v in x.ravel()], dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64).ravel()
+    nan = np.isnan(x)
+    if missing == "drop":
+        return x[~nan]
+    x = x.copy()
+    x[nan] = missing
+    return x
+
+
+def clamp(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Clamp to [lo, hi] and normalise −0.0 to 0.0."""
+    return np.minimum(np.maximum(x, lo), hi) + 0.0
+
+
+def count(values: Any, missing: Missing = "drop") -> int:
+    """Rows after the missing-value policy."""
+    return int(apply_missing(values, missing).size)
+
+
+def exact_clamped_sum(
+    values: Any, lo: float, hi: float, shift: bool = False, missing: Missing = "drop"
+) -> int:
+    """S = Σ trunc(clamp(x_i)·2^s) (or of (clamp(x_i) − lo)·2^s with ``shift``), exact."""
+    return count_and_sum(values, lo, hi, shift, missing)[1]
+
+
+def count_and_sum(
+    values: Any, lo: float, hi: float, shift: bool = False, missing: Missing = "drop"
+) -> tuple[int, int]:
+    """(n, S) in one pass: the row count and the exact fixed-point sum."""
+    lo, hi = check_bounds(lo, hi)
+    s = fixed_point_exponent(lo, hi, shift)
+    x = clamp(apply_missing(values, missing), lo, hi)
+    if shift:
+        x = x - lo
+    # |x·2^s| < 1 truncates to 0; testing |x| < 2^−s first keeps engines that
+    # raise on underflow (PostgreSQL) on the same path.
+    k = np.trunc(np.ldexp(x, s))
+    k[np.abs(x) < math.ldexp(1.0, -s)] = 0.0
+    k = k.astype(np.int64)
+    high = k >> _SPLIT
+    low = k & ((1 << _SPLIT) - 1)
+    total = (int(high.sum(dtype=np.int64)) << _SPLIT) + int(low.sum(dtype=np.int64))
+    return int(x.size), total
+
+
+def histogram(values: Any, edges: Sequence[float], missing: Missing = "drop") -> np.ndarray:
+    """Counts per public cell [e_j, e_{j+1}) of the values clamped to [e_0, e_m].
+
+    The last cell is closed, so every row lands in exactly one cell; the number
+    of rows below candidate e_j is ``concatenate([[0], cumsum(counts)])[j]``.
+    """
+    e = check_edges(edges)
+    x = clamp(apply_missing(values, missing), float(e[0]), float(e[-1]))
+    cell = np.searchsorted(e[1:-1], x, side="right")
+    return np.bincount(cell, minlength=e.size - 1).astype(np.int64)
+
+
+def order_window(
+    values: Any, lo: float, hi: float, start: int, stop: int, missing: Missing = "drop"
+) -> np.ndarray:
+    """Sorted clamped values at 0-based ranks [start, stop).
+
+    Ranks below 0 read lo and ranks ≥ n read hi (the convention x_i = lower
+    for i < 1, upper for i > n of the order-statistic sensitivities).
+    """
+    lo, hi = check_bounds(lo, hi)
+    start, stop = check_ranks(start, stop)
+    x = np.sort(clamp(apply_missing(values, missing), lo, hi))
+    return pad_window(x[max(start, 0) :], start, stop, lo, hi, offset=max(start, 0), n=x.size)
+
+
+def pad_window(
+    inside: np.ndarray, start: int, stop: int, lo: float, hi: float, *, offset: int, n: int
+) -> np.ndarray:
+    """Values at ranks [start, stop) from ``inside`` (sorted values at ranks ≥ offset)."""
+    out = np.empty(stop - start, dtype=np.float64)
+    for pos, r in enumerate(range(start, stop)):
+        if r < 0:
+            out[pos] = lo
+        elif r >= n:
+            out[pos] = hi
+        else:
+            out[pos] = inside[r - offset]
+    return out
+
+
+def top_counts(values: Any, k: int, missing: Missing = "drop") -> list[tuple[Any, int]]:
+    """The k most frequent values with their counts: count descending, then value ascending."""
+    k = check_k(k)
+    x = apply_missing(values, missing) + 0.0
+    vals, counts = np.unique(x, return_counts=True)
+    order = np.lexsort((vals, -counts))[:k]
+    return [(float(vals[i]), int(counts[i])) for i in order]
+
+
+def check_k(k: int) -> int:
+    if int(k) != k or k < 1:
+        raise ParameterError(
+            f"k must be a positive integer, got {k!r}", parameter="k", allowed=">= 1"
+        )
+    return int(k)
+
+
+class MemoryEngine:
+    """The primitives over in-memory columns (a 1-D array, or named columns of a frame)."""
+
+    name = "numpy"
+
+    def __init__(self, columns: dict[str, Any] | None = None, values: Any = None) -> None:
+        self._data = dict(columns or {})
+        self._single = values
+        self.columns = list(self._data)
+
+    def _get(self, column: str | None) -> Any:
+        from ..errors import SchemaError
+
+        if self._single is not None:
+            if column is not None:
+                raise SchemaError(f"an array has no column {column!r}")
+            return self._single
+        if column is None:
+            if len(self._data) != 1:
+                raise SchemaError(f"name a column: the source has columns {self.columns}")
+            column = self.columns[0]
+        if column not in self._data:
+            raise SchemaError(f"unknown column {column!r}; the columns are {self.columns}")
+        return self._data[column]
+
+    def count(self, column: str | None = None, missing: Missing = "drop") -> int:
+        return count(self._get(column), missing)
+
+    def count_and_sum(self, column, lo, hi, shift=False, missing="drop") -> tuple[int, int]:
+        return count_and_sum(self._get(column), lo, hi, shift, missing)
+
+    def exact_clamped_sum(self, column, lo, hi, shift=False, missing="drop") -> int:
+        return exact_clamped_sum(self._get(column), lo, hi, shift, missing)
+
+    def histogram(self, column, edges, missing="drop") -> np.ndarray:
+        return histogram(self._get(column), edges, missing)
+
+    def order_window(self, column, lo, hi, start, stop, missing="drop") -> np.ndarray:
+        return order_window(self._get(column), lo, hi, start, stop, missing)
+
+    def top_counts(self, column, k, missing="drop") -> list[tuple[Any, int]]:
+        return top_counts(self._get(column), k, missing)
