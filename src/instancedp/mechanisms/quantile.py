@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from ..noise.exact import sample_piece
 from ..privacy import PureDP
-from ..random import RandomSource, resolve, sample_index_from_log_weights
+from ..random import RandomSource, resolve
 from .base import Mechanism, OutputDistribution, Release
 
 
@@ -106,18 +107,13 @@ class ExponentialQuantile(Mechanism):
 
     def release(self, data: Any, rng: Any = None) -> Release:
         source: RandomSource = resolve(rng)
-        pts, logw = interval_log_weights(data, self.q, self.lower, self.upper, self.epsilon)
-        i = sample_index_from_log_weights(logw, source)
-        lo, hi = float(pts[i]), float(pts[i + 1])
-        if source.secure:
-            # Exactly rounded point: the float lo + u·(hi − lo) would reveal the
-            # data-dependent endpoints through its low-order bits (Mironov 2012).
-            from ..noise.exact import uniform as exact_uniform
-
-            value = exact_uniform(lo, hi, source)
-        else:
-            # Simulation path; rounding can only land on an endpoint, keep it inside.
-            value = min(max(lo + source.uniform() * (hi - lo), lo), hi)
+        pts = _points(data, self.lower, self.upper)
+        n = pts.size - 2
+        log_density = -0.5 * self.epsilon * np.abs(np.arange(n + 1) - self.q * n)
+        # Piece ∝ exact length × density, then an exactly rounded uniform point: the
+        # float lo + u·(hi − lo) would reveal the data-dependent endpoints through its
+        # low-order bits (Mironov 2012), and float lengths overflow on huge bounds.
+        _, value = sample_piece(log_density, pts, source)
         return self._record(value, source)
 
     def output_distribution(self, data: Any) -> OutputDistribution:
