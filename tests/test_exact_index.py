@@ -104,7 +104,7 @@ def test_sample_piece_law_is_exact_with_huge_and_tiny_pieces():
     def weights():
         return [
             (arb(d).exp() * (arb(b) - arb(a))) if math.isfinite(d) else arb(0)
-            for d, a, b in zip(ld, edges[:-1], edges[1:])
+            for d, a, b in zip(ld, edges[:-1], edges[1:], strict=True)
         ]
 
     _law_matches(ld, weights, lambda src: sample_piece(ld, edges, src)[0])

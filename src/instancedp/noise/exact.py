@@ -851,7 +851,8 @@ def _check_log_weights(log_weights: Any) -> np.ndarray:
 
 def _float_weights(lw: np.ndarray, edges: np.ndarray | None):
     """(w, s, lo, hi, M, c): float weights exp(c − M) with c the combined log-weight,
-    their float cumsum s, and rigorous enclosures lo ≤ C_k ≤ hi of the true prefix sums C_k = Σ_{j≤k} w_j·e^{−M}
+    their float cumsum s, and rigorous enclosures lo ≤ C_k ≤ hi of the true prefix
+    sums C_k = Σ_{j≤k} w_j·e^{−M}
     (None where the float error bound is not small enough to be useful).
 
     Error bound: c_i = lw_i (+ log length_i) is computed with absolute error
