@@ -28,10 +28,11 @@ from .. import _validate
 from ..privacy import ApproxDP
 from ..random import RandomSource, resolve
 from .base import Mechanism, OutputDistribution, Release, add_noise
+from .smooth import smooth_scale
 
-# Smallest positive float.  SS_β can underflow to 0.0 where it is positive (and a
-# neighbour's may not): max(SS, _TINY) keeps ln SS of global sensitivity β, and
-# max(g, _TINY) is post-processing of g, so neither ever releases q(x) exactly.
+# ln SS must have global sensitivity β after rounding: SS comes from smooth_scale
+# (public floor far inside the normal range, computed at β − margin, rounded up);
+# max(g, _TINY) is post-processing of g, so q(x) is never released exactly.
 _TINY = math.ulp(0.0)
 
 
@@ -60,11 +61,9 @@ class SmoothSensitivityBound:
         return c, c * math.log(1 / (2 * delta))
 
     def bound(self, query: Any, data: Any, epsilon: float, delta: float, source: RandomSource):
-        ss = float(query.smooth_sensitivity(data, beta=self.beta_for(epsilon, delta)))
-        if not math.isfinite(ss):
-            raise ValueError("the smooth sensitivity is unbounded for this query; give it bounds")
-        ss = max(ss, _TINY)
+        ss = smooth_scale(query, data, self.beta_for(epsilon, delta))
         c, m = self.shift(epsilon, delta)
+        # ln of a normal double errs by ≤ ½ ulp of |ln SS| ≤ 2^−43: inside the margin.
         log_g = add_noise(math.log(ss), c, _unit_laplace(), source) + m
         return max(math.exp(log_g), _TINY)
 
@@ -72,7 +71,7 @@ class SmoothSensitivityBound:
         self, query: Any, data: Any, epsilon: float, delta: float, points: int = 4001
     ) -> tuple[np.ndarray, np.ndarray]:
         """(bounds g_i, weights w_i): a quadrature rule for the law of g (analysis only)."""
-        ss = max(float(query.smooth_sensitivity(data, beta=self.beta_for(epsilon, delta))), _TINY)
+        ss = smooth_scale(query, data, self.beta_for(epsilon, delta))
         c, m = self.shift(epsilon, delta)
         # L ~ Lap(1) on [−60, 60] (mass outside < 1e−26); midpoint rule on a fine grid.
         edges = np.linspace(-60.0, 60.0, points + 1)
