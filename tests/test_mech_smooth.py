@@ -143,3 +143,25 @@ def test_zcdp_family_renyi_on_pairs():
     result = check_mechanism(mech, PAIRS[::25])
     assert result.passed is True
     assert result.measured <= mech.guarantee.rho
+
+
+def test_subnormal_smooth_sensitivity_keeps_pure_dp():
+    # 141,723 zeros versus one changed to 1, median on [−1, 1], default PolyPlace at
+    # ε = 0.03: SS rounded to 1 or 2 units of 2^−1074 and the 16-ulp raise made the
+    # scales 17 and 18 units, a privacy loss of ln(18/17) = 0.057 > ε.  The exact
+    # log-density ratio of the laws the release draws from (center, scale raised by
+    # 16 ulps as mechanisms.base.add_noise does, calibrated noise) must stay within ε.
+    from instancedp.mechanisms.base import OutputDistribution
+    from instancedp.noise.exact import scale_upper_bound
+    from instancedp.queries import Median
+
+    x = np.zeros(141_723)
+    xp = x.copy()
+    xp[0] = 1.0
+    mech = SmoothSensitivityMechanism(Median(-1, 1), 0.03)
+    laws = []
+    for data in (x, xp):
+        value, ss, cal, _ = mech._center_and_scale(data)
+        laws.append(OutputDistribution.additive(value, scale_upper_bound(ss), cal.noise))
+        assert not mech.output_distribution(data).atoms
+    assert max_log_ratio(laws[0], laws[1]) <= 0.03 * (1 + 1e-9)

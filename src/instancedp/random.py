@@ -132,23 +132,12 @@ def as_generator(rng: Any = None) -> np.random.Generator:
 
 
 def sample_index_from_log_weights(log_weights: np.ndarray, source: RandomSource) -> int:
-    """Index i with probability ∝ exp(log_weights[i]), stable in log space.
+    """Index i with probability exactly ∝ exp(log_weights[i]) (the exponential mechanism).
 
-    Inverse-CDF on the normalised cumulative weights (computed after
-    subtracting the maximum, so no overflow or total underflow for any ε).
     Entries that are not finite (−inf, and also NaN/+inf) get weight zero and
-    are never returned.
+    are never returned.  The draw is exact whatever the weight ratios (no weight
+    is absorbed by rounding): see :func:`instancedp.noise.exact.sample_index`.
     """
-    lw = np.asarray(log_weights, dtype=np.float64)
-    if lw.ndim != 1 or lw.size == 0:
-        raise ValueError("log_weights must be a non-empty 1-D array")
-    finite = np.isfinite(lw)
-    if not finite.any():
-        raise ValueError("log_weights has no finite entry")
-    w = np.where(finite, np.exp(lw - lw[finite].max()), 0.0)
-    cum = np.cumsum(w)
-    u = source.uniform() * cum[-1]
-    # u·total can round up to the total: clamp to the last index of positive
-    # weight, never to a trailing index of weight zero (log weight −inf).
-    last = int(np.flatnonzero(w > 0)[-1])
-    return int(min(np.searchsorted(cum, u, side="right"), last))
+    from .noise.exact import sample_index
+
+    return sample_index(log_weights, source)

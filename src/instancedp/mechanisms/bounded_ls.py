@@ -29,10 +29,11 @@ from ..errors import ParameterError
 from ..privacy import ApproxDP
 from ..random import RandomSource
 from .base import Mechanism, OutputDistribution, add_noise, repeat_draw
+from .smooth import smooth_scale
 
-# Smallest positive float.  SS_β can underflow to 0.0 where it is positive (and a
-# neighbour's may not): max(SS, _TINY) keeps ln SS of global sensitivity β, and
-# max(g, _TINY) is post-processing of g, so neither ever releases q(x) exactly.
+# ln SS must have global sensitivity β after rounding: SS comes from smooth_scale
+# (public floor far inside the normal range, computed at β − margin, rounded up);
+# max(g, _TINY) is post-processing of g, so q(x) is never released exactly.
 _TINY = math.ulp(0.0)
 
 
@@ -64,17 +65,19 @@ class SmoothSensitivityBound:
         return self.draw(self.prepare(query, data, epsilon, delta), epsilon, delta, source)
 
     def prepare(self, query: Any, data: Any, epsilon: float, delta: float) -> float:
-        """The data-dependent part of :meth:`bound`: SS_β(x), floored (private)."""
-        ss = float(query.smooth_sensitivity(data, beta=self.beta_for(epsilon, delta)))
-        if not math.isfinite(ss):
-            raise ValueError("the smooth sensitivity is unbounded for this query; give it bounds")
-        return max(ss, _TINY)
+        """The data-dependent part of :meth:`bound`: the smooth scale (private).
+
+        ``smooth_scale``: SS at β minus a margin, floored far inside the normal
+        range and rounded up, so that ln SS keeps global sensitivity β after
+        rounding (docs/formulas.md, floating-point-safe scales)."""
+        return smooth_scale(query, data, self.beta_for(epsilon, delta))
 
     def draw(
         self, ss: float, epsilon: float, delta: float, source: RandomSource, size: int | None = None
     ) -> Any:
         """g from a prepared SS (one bound, or an array of ``size`` independent bounds)."""
         c, m = self.shift(epsilon, delta)
+        # ln of a normal double errs by ≤ ½ ulp of |ln SS| ≤ 2^−43: inside the margin.
         log_g = add_noise(math.log(ss), c, _unit_laplace(), source, size) + m
         return np.maximum(np.exp(log_g), _TINY) if size is not None else max(math.exp(log_g), _TINY)
 
@@ -82,7 +85,7 @@ class SmoothSensitivityBound:
         self, query: Any, data: Any, epsilon: float, delta: float, points: int = 4001
     ) -> tuple[np.ndarray, np.ndarray]:
         """(bounds g_i, weights w_i): a quadrature rule for the law of g (analysis only)."""
-        ss = max(float(query.smooth_sensitivity(data, beta=self.beta_for(epsilon, delta))), _TINY)
+        ss = smooth_scale(query, data, self.beta_for(epsilon, delta))
         c, m = self.shift(epsilon, delta)
         # L ~ Lap(1) on [−60, 60] (mass outside < 1e−26); midpoint rule on a fine grid.
         edges = np.linspace(-60.0, 60.0, points + 1)

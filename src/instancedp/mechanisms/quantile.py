@@ -53,6 +53,7 @@ import numpy as np
 
 from .. import _validate
 from ..errors import ParameterError
+from ..noise.exact import sample_piece
 from ..privacy import PureDP
 from ..random import RandomSource, resolve, sample_index_from_log_weights
 from .base import Mechanism, OutputDistribution, Release
@@ -383,23 +384,21 @@ class ExponentialQuantile(Mechanism):
     def _weights(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self.base == "grid":
             return self._grid(data)
-        pts, coords, logw = self._continuous(data)
-        return coords, np.diff(coords), logw
+        pts, coords, _ = self._continuous(data)
+        n = pts.size - 2
+        delta = score_sensitivity(self.q, self.neighbours)
+        log_score = -self.epsilon * np.abs(np.arange(n + 1) - self.q * n) / (2 * delta)
+        return coords, None, log_score
 
     def _draw(self, weights: tuple, source: RandomSource) -> float:
         starts, lengths, logw = weights
-        i = sample_index_from_log_weights(logw, source)
         if self.base == "grid":
+            i = sample_index_from_log_weights(logw, source)
             return self._grid_value(int(starts[i]) + source.integers(int(lengths[i])))
-        lo, hi = float(starts[i]), float(starts[i + 1])
-        if source.secure:
-            # exactly rounded point: lo + u·(hi − lo) in floats would reveal the
-            # data-dependent endpoints through its low-order bits (Mironov 2012)
-            from ..noise.exact import uniform as exact_uniform
-
-            u = exact_uniform(lo, hi, source)
-        else:
-            u = min(max(lo + source.uniform() * (hi - lo), lo), hi)
+        # A piece ∝ score weight × its EXACT length, then an exactly rounded uniform
+        # point in it: float lengths overflow on huge bounds, and lo + u·(hi − lo)
+        # would reveal the data-dependent endpoints in its low bits (Mironov 2012).
+        _, u = sample_piece(logw, starts, source)
         if self.base == "log":
             _, phi_inv = log_scale_map(self.log_scale)
             # φ⁻¹ is public post-processing of a point of the φ-chart law

@@ -36,7 +36,57 @@ from ..random import RandomSource
 from .base import Mechanism, OutputDistribution, _legacy_positional, add_noise
 
 APPROX_FAMILIES: tuple[str, ...] = ("laplace",)
-_TINY = math.ulp(0.0)  # smallest positive float: the floor of the noise scale
+# Floating-point-safe smooth scales.  A computed SS(x) is the real one up to a
+# relative error κ·2^−53 (κ ≲ 10³ for the closed forms the queries use: max_k of
+# e^{−kβ}·LS_k with kβ ≲ 745 above the floor), *provided it is a normal double*:
+# in the subnormal range one unit of 2^−1074 is the whole value, and ln SS jumps by
+# ln 2 between neighbours whatever β is.  So (i) SS is floored at a public constant
+# far inside the normal range — a max of a γ-smooth bound and a constant is still a
+# γ-smooth bound — and (ii) SS is computed at β = γ − margin and rounded up by the
+# relative error bound, so that the rounded scale S satisfies S ≥ LS and
+# S(x)/S(x′) ≤ e^{β}(1 + 2^−40)²/(1 − 2^−40)·(1 + 2^−52)⁴ ≤ e^{γ} (also after the
+# 16-ulp raise of the release path, a further factor ≤ 1 + 2^−47).
+_SS_REL_ERR = 2.0**-40  # bound on the relative error of a computed (normal) SS
+_FLOOR_MIN = 2.0**-1000  # 22 binades above the subnormals
+_FLOOR_REL = 2.0**-40  # floor = max(2^−40 × global sensitivity, 2^−1000)
+_MARGIN_MIN = 2.0**-36  # ≥ 2^4 × the ratio error above, in log space
+
+
+def public_floor(query: Any) -> float:
+    """The public floor of the smooth scale: max(2^−40·GS, 2^−1000), GS the query's global
+    sensitivity (a public constant; 2^−1000 when it is not finite or not defined)."""
+    try:
+        gs = float(query.global_sensitivity())
+    except Exception:  # noqa: BLE001 - no global sensitivity: the constant floor
+        gs = math.nan
+    if not (math.isfinite(gs) and gs > 0):
+        return _FLOOR_MIN
+    return max(gs * _FLOOR_REL, _FLOOR_MIN)
+
+
+def inner_smoothness(gamma: float) -> float:
+    """β < γ at which SS is computed so that the rounded scale is still γ-smooth.
+
+    margin = min(γ/2, max(γ·2^−20, 2^−36)): ≥ 2^−36 (enough for the rounding
+    errors, see above) whenever γ ≥ 2^−35; below that γ/2.
+    """
+    return gamma - min(gamma / 2.0, max(gamma * 2.0**-20, _MARGIN_MIN))
+
+
+def smooth_scale(query: Any, data: Any, gamma: float) -> float:
+    """A γ-smooth upper bound on LS that stays γ-smooth after floating-point rounding:
+    max(SS_β(x), public floor)·(1 + 2^−40), β = :func:`inner_smoothness` (γ).
+    Raises ParameterError when SS is unbounded (no finite bounds)."""
+    ss = float(query.smooth_sensitivity(data, beta=inner_smoothness(gamma)))
+    if not math.isfinite(ss):
+        from ..errors import ParameterError
+
+        raise ParameterError(
+            "the smooth sensitivity is unbounded for this query; give it finite bounds",
+            parameter="query",
+        )
+    return max(ss, public_floor(query)) * (1.0 + _SS_REL_ERR)
+
 
 # γ = c_family · min(ε, γ_max(family, ε, δ)): the fraction c_family that
 # minimised the median's mean absolute error in the study of
@@ -229,16 +279,9 @@ class SmoothSensitivityMechanism(Mechanism):
         # Validate, clamp and sort once; value and SS share the prepared data.
         prepared = self.query.prepare(data) if hasattr(self.query, "prepare") else data
         value = float(self.query.value(prepared))
-        ss = float(self.query.smooth_sensitivity(prepared, beta=gamma))
-        if not math.isfinite(ss):
-            raise ValueError(
-                "the smooth sensitivity is unbounded for this query; give it finite bounds"
-            )
-        # SS can underflow to 0.0 where it is positive in the reals (e.g. e^{-746}),
-        # and a neighbour's may not: releasing q(x) exactly there would be an atom
-        # the neighbour lacks.  max(SS, smallest subnormal) is still a γ-smooth upper
-        # bound on LS (max of a γ-smooth function and a constant), so floor it.
-        ss = max(ss, _TINY)
+        # Public floor and outward rounding (see smooth_scale): SS can underflow to
+        # 0.0 or to a few subnormal units where neighbours differ by a factor 2.
+        ss = smooth_scale(self.query, prepared, gamma)
         return value, ss, cal, gamma
 
     def _state(self, data: Any) -> tuple[float, float, Any, float]:

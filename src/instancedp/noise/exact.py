@@ -93,6 +93,8 @@ __all__ = [
     "grid_sensitivity",
     "refinement_count",
     "round_scale_up",
+    "sample_index",
+    "sample_piece",
     "scale_upper_bound",
     "snap_to_grid",
     "uniform",
@@ -822,3 +824,202 @@ def _grid_value(n: int, k: int) -> float:
         return float(n * Fraction(2) ** k) if k < 0 else float(n << k)
     except OverflowError:  # the correctly rounded value is ±inf
         return math.inf if n > 0 else -math.inf
+
+
+# ---------------------------------------------------------------------------
+# Exact discrete sampling: index i with probability ∝ exp(log_weights[i])·length_i.
+# ---------------------------------------------------------------------------
+
+_U52 = 2.0**-52
+_FLUSH = -700.0  # d = log w − max below this: w is taken as [0, 2^−1000] (e^−699 < 2^−1008)
+_FLUSH_ABS = 2.0**-999
+_LOG_ERR_LIMIT = 2.0**-20  # beyond this float log-weights are too coarse: go straight to arb
+
+
+def _check_log_weights(log_weights: Any) -> np.ndarray:
+    from ..errors import ParameterError
+
+    lw = np.asarray(log_weights, dtype=np.float64)
+    if lw.ndim != 1 or lw.size == 0:
+        raise ParameterError(
+            "log_weights must be a non-empty 1-D array",
+            parameter="log_weights",
+            allowed="non-empty 1-D array of floats",
+        )
+    return lw
+
+
+def _float_weights(lw: np.ndarray, edges: np.ndarray | None):
+    """(w, s, lo, hi, M, c): float weights exp(c − M) with c the combined log-weight,
+    their float cumsum s, and rigorous enclosures lo ≤ C_k ≤ hi of the true prefix
+    sums C_k = Σ_{j≤k} w_j·e^{−M}
+    (None where the float error bound is not small enough to be useful).
+
+    Error bound: c_i = lw_i (+ log length_i) is computed with absolute error
+    e_i ≤ 2^−50·(|lw_i| + |log len_i| + |M| + 1) (each operation errs by ≤ ½ ulp of its
+    result); exp adds ≤ a few ulps; the computed weight is within relative error
+    r = 2·max e_i + 2^−48 of the true one, or below 2^−999 absolutely when flushed.
+    The float cumsum s_k is within (k+1)·2^−53·s_k of the exact sum of the float
+    weights (each partial sum ≤ s_k).  Constants are doubled against the rounding
+    of the bounds themselves.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        c = np.where(np.isfinite(lw), lw, -np.inf)
+        log_len = None
+        if edges is not None:
+            length = edges[1:] - edges[:-1]
+            over = ~np.isfinite(length)
+            half = 0.5 * edges[1:] - 0.5 * edges[:-1]
+            log_len = np.where(over, np.log(half) + math.log(2.0), np.log(length))
+            log_len = np.where(length > 0, log_len, -np.inf)
+            c = c + log_len
+    ok = np.isfinite(c)
+    if not ok.any():
+        return None
+    m = float(c[ok].max())
+    d = np.where(ok, c - m, -np.inf)
+    flushed = ok & (d < _FLUSH)
+    with np.errstate(under="ignore"):
+        w = np.where(ok & ~flushed, np.exp(np.maximum(d, _FLUSH)), 0.0)
+    err = np.abs(np.where(ok, lw, 0.0))
+    if log_len is not None:
+        err = err + np.abs(np.where(ok, log_len, 0.0))
+    e_max = 2.0**-50 * (float(err.max()) + abs(m) + 1.0)
+    s = np.cumsum(w)
+    if e_max > _LOG_ERR_LIMIT:
+        return w, s, None, None, m, c
+    r = 2.0 * e_max + 2.0**-48
+    k1 = np.arange(1, s.size + 1, dtype=np.float64)
+    rho = 2.0 * (k1 * _U52 + r) + 2.0**-50
+    lo = s * (1.0 - rho)
+    hi = s * (1.0 + rho) + np.cumsum(flushed) * _FLUSH_ABS
+    return w, s, lo, hi, m, c
+
+
+def _ball_prefix(
+    lw: np.ndarray, edges: np.ndarray | None, m: float, ok: np.ndarray, prec: int
+) -> list[arb]:
+    """Prefix sums B[k] = Σ_{j<k} exp(lw_j − M)·(e_{j+1} − e_j) as balls at ``prec`` bits."""
+    ctx.prec = prec
+    shift = arb(m)
+    total = arb(0)
+    out = [total]
+    for j in range(lw.size):
+        if ok[j]:
+            w = (arb(float(lw[j])) - shift).exp()
+            if edges is not None:
+                w = w * (arb(float(edges[j + 1])) - arb(float(edges[j])))
+            total = total + w
+        out.append(total)
+    _WORK[0] += lw.size
+    return out
+
+
+def _sample_index_exact(lw: np.ndarray, edges: np.ndarray | None, source: RandomSource) -> int:
+    from ..errors import ParameterError
+
+    fw = _float_weights(lw, edges)
+    if fw is None:
+        raise ParameterError(
+            "log_weights has no finite entry of positive weight",
+            parameter="log_weights",
+            allowed="at least one finite log-weight (with a non-empty piece)",
+        )
+    w, s, lo, hi, m, c = fw
+    u = _LazyUniform(source)
+    n = int(w.size)
+    if lo is not None:
+        # Fast path: certify C_{i−1} ≤ U·W < C_i with float enclosures (outward rounding).
+        top = u.m >> 11  # first 53 digits of U: u_lo ≤ U < u_hi
+        u_lo, u_hi = top * 2.0**-53, (top + 1) * 2.0**-53
+        t_lo = u_lo * float(lo[-1]) * (1.0 - 2.0**-50)
+        t_hi = u_hi * float(hi[-1]) * (1.0 + 2.0**-50)
+        i = int(min(np.searchsorted(s, (u_lo + 2.0**-54) * s[-1], side="right"), n - 1))
+        prev_hi = float(hi[i - 1]) if i > 0 else 0.0
+        if prev_hi <= t_lo and t_hi < float(lo[i]):
+            return i
+    # Exact path: ball prefix sums and the same lazy U, refined until every comparison
+    # made by the bisection is decided.
+    ok = np.isfinite(c)
+    old = ctx.prec
+    prec = max(_START_PREC, u.k + 64)
+    try:
+        balls = _ball_prefix(lw, edges, m, ok, prec)
+
+        def below(k: int) -> bool:
+            """Is B[k] = C_{k−1} ≤ U·W?"""
+            nonlocal balls, prec
+            while True:
+                ctx.prec = prec
+                total = balls[n]
+                if balls[k] <= u.lower() * total:
+                    return True
+                if balls[k] >= u.upper() * total:
+                    return False
+                blur = balls[k].rad() + total.rad()
+                if blur * 8 > u.width() * total.lower():
+                    prec *= 2
+                    if prec > _MAX_PREC:
+                        raise _Undecidable(f"exact index sampler undecided at {prec} bits")
+                    balls = _ball_prefix(lw, edges, m, ok, prec)
+                else:
+                    u.refine()
+                    if prec < u.k + 64:
+                        prec = u.k + 64
+                        balls = _ball_prefix(lw, edges, m, ok, prec)
+
+        lo_k, hi_k = 0, n  # below(0) holds (B[0] = 0); B[n] = W > U·W
+        while hi_k - lo_k > 1:
+            mid = (lo_k + hi_k) // 2
+            if below(mid):
+                lo_k = mid
+            else:
+                hi_k = mid
+        return lo_k
+    finally:
+        ctx.prec = old
+
+
+def sample_index(log_weights: Any, rng: Any = None) -> int:
+    """Index i drawn with probability exactly exp(lw_i) / Σ_j exp(lw_j).
+
+    The log-weights are the floats given (exact binary rationals); entries that
+    are not finite get weight 0.  Inverse CDF on a lazily drawn uniform U:
+    return the i with C_{i−1} ≤ U·W < C_i, C the exact prefix sums of the
+    weights and W their total.  A float pass with rigorous error bounds (see
+    :func:`_float_weights`) decides almost every draw in O(m) numpy work; a
+    draw it cannot certify (U·W within the float error of a boundary — about
+    m²·2^−50 of draws) is decided with ball arithmetic (python-flint ``arb``)
+    on the same U, drawing more digits of U or raising the precision until
+    the comparison is certain.  No weight is ever absorbed: a weight e^−800
+    below the others is returned with probability exactly its share.
+    """
+    lw = _check_log_weights(log_weights)
+    return _sample_index_exact(lw, None, resolve(rng))
+
+
+def sample_piece(log_density: Any, edges: Any, rng: Any = None) -> tuple[int, float]:
+    """(i, y): piece i with probability ∝ exp(ld_i)·(b_i − a_i), then y uniform on it.
+
+    ``edges`` are the m + 1 ordered piece boundaries a_0 ≤ … ≤ a_m (finite
+    floats; b_i = a_{i+1}); pieces of length 0 and non-finite log-densities
+    get weight 0.  The piece is drawn exactly (as :func:`sample_index`, with
+    the exact real lengths, so a length beyond the float range is no problem)
+    and y is :func:`uniform` on [a_i, a_{i+1}]: the output is the correctly
+    rounded double of an exact draw from the density exp(ld_i)/Z on piece i.
+    """
+    from ..errors import ParameterError
+
+    ld = _check_log_weights(log_density)
+    e = np.asarray(edges, dtype=np.float64)
+    if e.ndim != 1 or e.size != ld.size + 1 or not np.all(np.isfinite(e)):
+        raise ParameterError(
+            "edges must be a 1-D array of finite floats, one longer than log_density",
+            parameter="edges",
+            allowed="finite floats, len(log_density) + 1 of them",
+        )
+    if np.any(e[1:] < e[:-1]):
+        raise ParameterError("edges must be non-decreasing", parameter="edges")
+    source = resolve(rng)
+    i = _sample_index_exact(ld, e, source)
+    return i, uniform(float(e[i]), float(e[i + 1]), source)
