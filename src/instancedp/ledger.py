@@ -460,6 +460,35 @@ class VerifyReport:
         return not self.problems
 
 
+
+def history_row(r: Any) -> dict[str, Any]:
+    """One charge as ``history`` lists it, from (id, dataset, principal, time,
+    guarantee JSON, mechanism, parameters JSON[, status]) — shared by both backends."""
+    return {
+        "id": r[0],
+        "dataset_id": r[1],
+        "principal": r[2],
+        "created_at": r[3],
+        "guarantee": json.loads(r[4]),
+        "mechanism": r[5],
+        "parameters": json.loads(r[6]),
+        "status": r[7] if len(r) > 7 else "charged",
+    }
+
+
+def summary_row(led: Any, ds: str, budget: Amount, spent: Amount) -> dict[str, Any]:
+    """One dataset as ``summary`` lists it — shared by both backends."""
+    return {
+        "dataset_id": ds,
+        "relation": led.relation(ds),
+        "budget": budget.as_dict(),
+        "spent": spent.as_dict(),
+        "remaining": (budget - spent).clipped().as_dict(),
+        "releases": led.count(ds),
+        "composition": _COMPOSITION[budget.kind],
+        "principals": led.principals(ds),
+    }
+
 class Ledger:
     """The privacy-budget ledger at ``path`` (``":memory:"`` for an in-process one).
 
@@ -1278,19 +1307,7 @@ class Ledger:
         if dataset_id is not None:
             sql += " WHERE c.dataset_id=?"
             args = (dataset_id,)
-        return [
-            {
-                "id": r[0],
-                "dataset_id": r[1],
-                "principal": r[2],
-                "created_at": r[3],
-                "guarantee": json.loads(r[4]),
-                "mechanism": r[5],
-                "parameters": json.loads(r[6]),
-                "status": r[7],
-            }
-            for r in self._read(sql + " ORDER BY c.id", args)
-        ]
+        return [history_row(r) for r in self._read(sql + " ORDER BY c.id", args)]
 
     def count(self, dataset_id: str | None = None) -> int:
         if dataset_id is None:
@@ -1328,18 +1345,7 @@ class Ledger:
         for ds in self.datasets():
             b = self._require_budget(ds)
             s = self._total(None, ds, "", b.kind)
-            rows.append(
-                {
-                    "dataset_id": ds,
-                    "relation": self.relation(ds),
-                    "budget": b.as_dict(),
-                    "spent": s.as_dict(),
-                    "remaining": (b - s).clipped().as_dict(),
-                    "releases": self.count(ds),
-                    "composition": _COMPOSITION[b.kind],
-                    "principals": self.principals(ds),
-                }
-            )
+            rows.append(summary_row(self, ds, b, s))
         return rows
 
     def integrity_check(self) -> str:

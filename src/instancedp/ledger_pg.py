@@ -18,7 +18,16 @@ from decimal import Decimal
 from typing import Any
 
 from .errors import BudgetExceeded, LedgerError
-from .ledger import RELATIONS, Amount, Charge, VerifyReport, amount_of, charge_amount
+from .ledger import (
+    RELATIONS,
+    Amount,
+    Charge,
+    VerifyReport,
+    amount_of,
+    charge_amount,
+    history_row,
+    summary_row,
+)
 from .privacy import Guarantee
 
 SCHEMA = r"""
@@ -303,19 +312,7 @@ class PostgresLedger:
             if dataset_id is not None
             else self._q(sql + " ORDER BY id")
         )
-        return [
-            {
-                "id": r[0],
-                "dataset_id": r[1],
-                "principal": r[2],
-                "created_at": r[3],
-                "guarantee": json.loads(r[4]),
-                "mechanism": r[5],
-                "parameters": json.loads(r[6]),
-                "status": "charged",
-            }
-            for r in rows
-        ]
+        return [history_row(r) for r in rows]
 
     def principals(self, dataset_id: str) -> list[dict[str, Any]]:
         kind = self.ensure_budget(dataset_id, None).kind
@@ -339,24 +336,12 @@ class PostgresLedger:
         ]
 
     def summary(self) -> list[dict[str, Any]]:
-        from .ledger import _COMPOSITION
 
         out = []
         for ds in self.datasets():
             b = self.ensure_budget(ds, None)
             s = self.spent(ds)
-            out.append(
-                {
-                    "dataset_id": ds,
-                    "relation": self.relation(ds),
-                    "budget": b.as_dict(),
-                    "spent": s.as_dict(),
-                    "remaining": (b - s).clipped().as_dict(),
-                    "releases": self.count(ds),
-                    "composition": _COMPOSITION[b.kind],
-                    "principals": self.principals(ds),
-                }
-            )
+            out.append(summary_row(self, ds, b, s))
         return out
 
     def verify(self) -> VerifyReport:
