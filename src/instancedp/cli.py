@@ -648,11 +648,14 @@ def show_progress(as_json: bool = False) -> bool:
     not a terminal) or under ``CI`` (set to anything but empty, 0 or false)."""
     if as_json or os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
         return False
+    return _stdout_is_tty() and bool(_stderr_console().is_terminal)
+
+
+def _stdout_is_tty() -> bool:
     try:
-        stdout_tty = sys.stdout.isatty()
+        return bool(sys.stdout.isatty())
     except (AttributeError, ValueError):  # a replaced or closed stream
-        stdout_tty = False
-    return stdout_tty and bool(_stderr_console().is_terminal)
+        return False
 
 
 class _spinner:
