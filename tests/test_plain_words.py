@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import cli as run_cli
 from rich.console import Console
 
 import instancedp.cli as cli
-from cli_support import cli as run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOG = ROOT / "src" / "instancedp" / "data" / "goog.csv"
