@@ -827,8 +827,12 @@ def noise_table(
     with _spinner("computing the noise table", as_json=json_out):
         rows = NT.noise_std_table(epsilon=eps, delta=dl)
     note = (
-        f"Noise std per unit of smooth sensitivity at epsilon={eps:g} (laplace at delta={dl:g}), "
-        "each family at its best shape; — = gamma not admissible, ∞ = infinite variance."
+        f"The noise's standard deviation at epsilon={eps:g} when the smooth sensitivity is 1 "
+        "(multiply by yours; smaller is better). Each row is a smoothness gamma (how fast the "
+        "noise scale may change between neighbouring datasets), each column a noise family at "
+        f"its best shape (laplace at delta={dl:g}; student_t_df and cauchy_power are the chosen "
+        "shapes, not deviations). —: the family cannot be used at that gamma; ∞: infinite "
+        "variance."
     )
     if json_out:
         print(json.dumps(_finite_json(rows), indent=2, default=_json_default))
