@@ -116,6 +116,11 @@ def test_neighbours_in_words(relation, words):
     assert f"neighbours  {words}" in out
 
 
+def test_zcdp_guarantee_in_words():
+    out = _release("--mechanism", "smooth", "--noise", "laplace_log_normal")
+    assert "guarantee   0.5-zCDP: zero-concentrated DP with ρ = 0.5" in out
+
+
 def test_every_relation_and_common_mechanism_has_words():
     from instancedp.queries.base import RELATIONS
 

@@ -145,6 +145,9 @@ MECHANISM_IN_WORDS: dict[str, str] = {
     "stable_release": "stability-based release (exact value or refusal)",
     "mode": "stability-based mode",
     "smalldb": "SmallDB synthetic data (Blum, Ligett and Roth 2008)",
+    "ratio_ksw": "private ratio a/b (Kulesza, Suresh and Wang 2024, Alg. 3)",
+    "ratio_naive": "private ratio: noisy a ÷ noisy b",
+    "ratio_bounded_ls": "private ratio with privately bounded local sensitivity",
 }
 
 #: The neighbour relations in words: what one person's data changes.
@@ -198,6 +201,8 @@ def summary_lines(release: Any, chosen: dict[str, Any] | None = None) -> list[tu
     note = ""
     if eps is not None:
         note = f": ε = {_num(eps)}, δ = {_num(delta) if delta else 0} (smaller is more private)"
+    elif getattr(g, "rho", None) is not None:
+        note = f": zero-concentrated DP with ρ = {_num(g.rho)} (smaller is more private)"
     lines.append(("guarantee", f"{g.describe()}{note}"))
     b = _bounds_of(params)
     if b is not None:
