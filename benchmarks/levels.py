@@ -89,7 +89,7 @@ def main(quick: bool = False) -> None:
         "f_2Δ = Σ_e C(a_e, 2) (every edge flip), against three readings of Lemma 25's "
         "bound on LS from a_H: *proof* (5/2)·a_H(a_H − 1) — what the proof's steps give "
         "(C(a, 2) + Σ_{l ∈ N_ij}(a_il + a_jl − 2) with every a ≤ a_H); *coarse* "
-        "(5/2)·a_H²; *printed* (3/2)·a_H², FORMULAS.md §3's reading of the garbled "
+        "(5/2)·a_H²; *printed* (3/2)·a_H², one reading of the garbled "
         "constant, which is **not** a valid bound.",
         "",
         "| n | graphs | max exact LS | GS formula C(n−2,2)+2(n−2)(n−3) "

@@ -1,7 +1,7 @@
 """Noise per unit of smooth sensitivity → docs/results/noise_std.{md,json,png}.
 
 Thin wrapper over :func:`instancedp.experiments.noise_table.reproduce`: the
-std table of issue 2 (Hladík–Tětek Figure 1, FORMULAS.md §7), its brute-force
+std table of Hladík–Tětek (Figure 1; reference values in docs/noise.md), its brute-force
 cross-check, the chosen shapes, and sampling throughput against
 ``numpy.random.Generator.laplace`` measured in the same run.  ``--quick`` for
 a short throughput run.

@@ -55,7 +55,7 @@ def test_ptr_refusals_are_counted():
     # At ε = 0.05 (test budget 0.025, δ = 1e-6) the threshold is ln(1/δ)/0.025 ≈ 550,
     # beyond the median's distance on n = 1000 points at most ~500: always ⊥.
     assert row["refused"] == 1.0 and row["median_abs_error"] is None
-    assert "100% ⊥" in C.to_markdown(res)
+    assert "refused 100%" in C.to_markdown(res)
 
 
 def test_bad_parameters():

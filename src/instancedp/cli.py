@@ -113,7 +113,10 @@ def _warn_seeded() -> None:
 
 def _fmt_value(v: Any) -> str:
     if v is None:
-        return "refused (⊥: the mechanism declined to answer; the budget is still spent)"
+        return (
+            "refused: the mechanism's private test declined to answer (the budget is "
+            "still spent)"
+        )
     if isinstance(v, float):
         return f"{v:.10g}"
     return str(v)
@@ -130,6 +133,105 @@ def _fmt_params(params: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+#: The mechanism names of release records, in words (with the paper that defines them).
+MECHANISM_IN_WORDS: dict[str, str] = {
+    "smooth_sensitivity": "smooth sensitivity (Nissim, Raskhodnikova and Smith 2007)",
+    "exponential_quantile": "exponential mechanism for quantiles (Smith 2011)",
+    "exponential": "exponential mechanism (McSherry and Talwar 2007)",
+    "propose_test_release": "propose-test-release (Dwork and Lei 2009)",
+    "bounded_local_sensitivity": "privately bounded local sensitivity, then Laplace noise",
+    "laplace": "Laplace noise for the worst case",
+    "gaussian": "Gaussian noise for the worst case",
+    "sum_over_count": "noisy sum ÷ noisy count",
+    "instance_based_noise": "noise per sensitivity level (Canard and Olivier)",
+    "stable_release": "stability-based release (exact value or refusal)",
+    "mode": "stability-based mode",
+    "smalldb": "SmallDB synthetic data (Blum, Ligett and Roth 2008)",
+    "ratio_ksw": "private ratio a/b (Kulesza, Suresh and Wang 2024, Alg. 3)",
+    "ratio_naive": "private ratio: noisy a ÷ noisy b",
+    "ratio_bounded_ls": "private ratio with privately bounded local sensitivity",
+}
+
+#: The neighbour relations in words: what one person's data changes.
+NEIGHBOURS_IN_WORDS: dict[str, str] = {
+    "add_remove": "add/remove one row (the row count stays private)",
+    "substitution": "change one row (the row count is public)",
+    "edge": "add/remove one edge (the vertex set is public)",
+}
+
+
+def mechanism_in_words(name: str) -> str:
+    """``name`` in words with the record's name after it, e.g. for the release summary."""
+    words = MECHANISM_IN_WORDS.get(name)
+    return f"{words} [{name}]" if words else name.replace("_", " ")
+
+
+def _bounds_of(params: dict[str, Any]) -> tuple[Any, Any] | None:
+    for p in (params, params.get("query_parameters") or {}):
+        if isinstance(p, dict) and "lower" in p and "upper" in p:
+            return p["lower"], p["upper"]
+    return None
+
+
+def _num(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def summary_lines(release: Any, chosen: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    """The few things a user chose, in words: (label, text) pairs for the release summary.
+
+    ``chosen`` holds what the command line named (``statistic``, ``column``, ``sql``,
+    ``vertices``); everything else is read from the public release record, whose
+    whole content ``--json`` and ``Release.to_dict()`` give."""
+    chosen = chosen or {}
+    params = dict(release.parameters)
+    qp = params.get("query_parameters") or {}
+    lines: list[tuple[str, str]] = [("value", _fmt_value(release.value))]
+    stat = chosen.get("statistic") or params.get("query")
+    if stat is not None:
+        what = str(stat)
+        if "q" in params and str(stat) == "quantile":
+            what += f" q={_num(params['q'])}"
+        if chosen.get("column"):
+            what += f" of column '{chosen['column']}'"
+        elif chosen.get("sql"):
+            what += " of the SQL selection"
+        lines.append(("statistic", what))
+    g = release.guarantee
+    eps = getattr(g, "epsilon", None)
+    delta = getattr(g, "delta", None)
+    note = ""
+    if eps is not None:
+        note = f": ε = {_num(eps)}, δ = {_num(delta) if delta else 0} (smaller is more private)"
+    elif getattr(g, "rho", None) is not None:
+        note = f": zero-concentrated DP with ρ = {_num(g.rho)} (smaller is more private)"
+    lines.append(("guarantee", f"{g.describe()}{note}"))
+    b = _bounds_of(params)
+    if b is not None:
+        lines.append(("bounds", f"[{_num(b[0])}, {_num(b[1])}] (public)"))
+    n_vertices = qp.get("n_vertices", chosen.get("vertices"))
+    if n_vertices is not None:
+        lines.append(("vertices", f"{n_vertices} (public)"))
+    rel = params.get("neighbours", qp.get("neighbours", chosen.get("neighbours")))
+    if rel is not None:
+        lines.append(("neighbours", NEIGHBOURS_IN_WORDS.get(str(rel), str(rel))))
+    lines.append(("mechanism", mechanism_in_words(str(release.mechanism))))
+    if "noise" in params:
+        shape = f"{params['noise']} noise"
+        if "gamma" in params:
+            shape += f", smoothness γ = {_num(params['gamma'])}"
+        lines.append(("noise", shape))
+    policy = params.get("input_policy")
+    if isinstance(policy, dict):
+        words = [
+            "missing values dropped" if policy.get("missing") == "drop" else "",
+            "values clamped to the bounds" if policy.get("out_of_range") == "clamp" else "",
+            f"one public row ({_num(policy['added_public_row'])}) added"
+            if policy.get("added_public_row") is not None
+            else "",
+        ]
+        lines.append(("rows", "public policy: " + ", ".join(w for w in words if w)))
+    return lines
 def _run_release(
     data: Any,
     do_release: Any,
@@ -143,8 +245,10 @@ def _run_release(
     zcdp_delta: float | None = None,
     analyst: bool = False,
     neighbours: str | None = None,
+    chosen: dict[str, Any] | None = None,
 ) -> None:
-    """Open the Session, let ``do_release(session, rng)`` release, print the record."""
+    """Open the Session, let ``do_release(session, rng)`` release, print the record
+    (a summary of what the user chose, in words, or the whole record with ``--json``)."""
 
     rng = _rng(seed)
     extra: dict[str, Any] = {"neighbours": neighbours} if neighbours is not None else {}
@@ -153,6 +257,7 @@ def _run_release(
         _release_and_print(
             data, do_release, budget=budget, guarantee=guarantee, ledger=ledger,
             dataset_id=dataset_id, rng=rng, as_json=as_json, analyst=analyst, extra=extra,
+            chosen=chosen,
         )
     except ValueError:
         # Bad input never leaves behind a ledger this command created (it holds
@@ -165,6 +270,7 @@ def _run_release(
 def _release_and_print(
     data: Any, do_release: Any, *, budget: Any, guarantee: Any, ledger: Path | None,
     dataset_id: str, rng: Any, as_json: bool, analyst: bool, extra: dict[str, Any],
+    chosen: dict[str, Any] | None = None,
 ) -> None:
     from .session import Session
 
@@ -177,7 +283,8 @@ def _release_and_print(
         **extra,
     )
     with session:
-        with _spinner("charging the ledger and computing the release"):
+        # A spinner and the elapsed time only: rows read or selected are private.
+        with _spinner("charging the ledger and computing the release", as_json=as_json):
             release = do_release(session, rng)
         remaining = session.remaining if ledger is not None else None
         total = session.budget if ledger is not None else None
@@ -190,10 +297,8 @@ def _release_and_print(
     if as_json:
         print(json.dumps(out, indent=2, default=str))
         return
-    print(f"value       {_fmt_value(release.value)}")
-    print(f"guarantee   {release.guarantee.describe()}")
-    print(f"mechanism   {release.mechanism}")
-    print(f"parameters  {_fmt_params(dict(release.parameters))}")
+    for label, text in summary_lines(release, chosen):
+        print(f"{label:11s} {text}")
     if remaining is not None:
         print(
             f"remaining   {remaining.describe()} of {total.describe()} "
@@ -205,6 +310,7 @@ def _release_and_print(
         print("secure      true")
     else:
         print("secure      false  <-- SEEDED SIMULATION, NOT A PRIVATE RELEASE")
+    print("record      the full public record: add --json")
 
 
 # -- release -------------------------------------------------------------------------
@@ -327,6 +433,7 @@ def release(
         zcdp_delta=zcdp_delta,
         analyst=analyst,
         neighbours=relation,
+        chosen={"statistic": statistic, "column": column, "sql": sql},
     )
 
 
@@ -453,6 +560,7 @@ def release_graph(
         as_json=json_out,
         zcdp_delta=zcdp_delta,
         analyst=analyst,
+        chosen={"statistic": st, "vertices": vertices, "neighbours": "edge"},
     )
 
 
@@ -499,7 +607,8 @@ def compare(
 
     eps = _parse_floats(epsilons, "epsilons")
     if file is not None or sql is not None:
-        data = io.read_column(file, column, sql=sql, drop_missing=drop_missing)
+        with _spinner("reading the data"):
+            data = io.read_column(file, column, sql=sql, drop_missing=drop_missing)
         source = f"your data ({file if file is not None else 'SQL'}): planning only"
     else:
         data, source = None, None
@@ -535,41 +644,75 @@ def _parse_floats(text: str, name: str) -> list[float]:
     return vals
 
 
-class _spinner:
-    """A rich spinner on stderr while a long step runs (only on a terminal)."""
+def _stderr_console() -> Any:
+    from rich.console import Console
 
-    def __init__(self, text: str) -> None:
+    return Console(stderr=True)
+
+
+def show_progress(as_json: bool = False) -> bool:
+    """Progress on a terminal only: never with ``--json``, in a pipe (stdout or stderr
+    not a terminal) or under ``CI`` (set to anything but empty, 0 or false)."""
+    if as_json or os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+        return False
+    return _stdout_is_tty() and bool(_stderr_console().is_terminal)
+
+
+def _stdout_is_tty() -> bool:
+    try:
+        return bool(sys.stdout.isatty())
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
+
+
+class _spinner:
+    """A spinner and the elapsed time on stderr while a long step runs (terminal only).
+
+    It never counts rows: after a filter their number is private."""
+
+    def __init__(self, text: str, as_json: bool = False) -> None:
         self.text = text
-        self._status: Any = None
+        self.as_json = as_json
+        self._p: Any = None
 
     def __enter__(self) -> None:
-        from rich.console import Console
+        if not show_progress(self.as_json):
+            return
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        console = Console(stderr=True)
-        if console.is_terminal:
-            self._status = console.status(self.text)
-            self._status.__enter__()
+        self._p = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=_stderr_console(),
+            transient=True,
+        )
+        self._p.__enter__()
+        self._p.add_task(self.text, total=None)
 
     def __exit__(self, *exc: Any) -> None:
-        if self._status is not None:
-            self._status.__exit__(*exc)
+        if self._p is not None:
+            self._p.__exit__(*exc)
 
 
 class _progress:
-    """A rich progress bar on stderr (silent when stderr is not a terminal)."""
+    """A progress bar on stderr over public steps (mechanisms × ε, experiments): terminal
+    only, as :func:`show_progress` decides; otherwise a disabled bar that prints nothing."""
+
+    def __init__(self, as_json: bool = False) -> None:
+        self.as_json = as_json
 
     def __enter__(self) -> Any:
-        from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        console = Console(stderr=True)
         self._p = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             TextColumn("{task.completed}/{task.total}"),
             TimeElapsedColumn(),
-            console=console,
-            disable=not console.is_terminal,
+            console=_stderr_console(),
+            disable=not show_progress(self.as_json),
+            transient=True,
         )
         self._p.__enter__()
         return self._p
@@ -608,7 +751,8 @@ def audit(
     dl = None if delta is None else _validate.delta(delta)
     if not (isinstance(samples, int) and samples >= 100):
         raise CLIError(f"samples must be an integer >= 100, got {samples!r}")
-    result = catalogue.run_audit(name, eps, dl, samples, seed)
+    with _spinner(f"auditing {name}", as_json=json_out):
+        result = catalogue.run_audit(name, eps, dl, samples, seed)
     if json_out:
         print(json.dumps(result, indent=2, default=_json_default))
     else:
@@ -687,10 +831,15 @@ def noise_table(
 
     eps = _validate.epsilon(epsilon)
     dl = _validate.delta(delta, allow_zero=False)
-    rows = NT.noise_std_table(epsilon=eps, delta=dl)
+    with _spinner("computing the noise table", as_json=json_out):
+        rows = NT.noise_std_table(epsilon=eps, delta=dl)
     note = (
-        f"Noise std per unit of smooth sensitivity at epsilon={eps:g} (laplace at delta={dl:g}), "
-        "each family at its best shape; — = gamma not admissible, ∞ = infinite variance."
+        f"The noise's standard deviation at epsilon={eps:g} when the smooth sensitivity is 1 "
+        "(multiply by yours; smaller is better). Each row is a smoothness gamma (how fast the "
+        "noise scale may change between neighbouring datasets), each column a noise family at "
+        f"its best shape (laplace at delta={dl:g}; student_t_df and cauchy_power are the chosen "
+        "shapes, not deviations). —: the family cannot be used at that gamma; ∞: infinite "
+        "variance."
     )
     if json_out:
         print(json.dumps(_finite_json(rows), indent=2, default=_json_default))

@@ -109,7 +109,7 @@ def _true_value(statistic: str, mech: Any, data: np.ndarray) -> float:
 
 
 def _draws(mech: Any, data: np.ndarray, trials: int, seed: int) -> np.ndarray:
-    """``trials`` outputs (NaN = refusal ⊥) with seeded simulation randomness."""
+    """``trials`` outputs (NaN = a refusal) with seeded simulation randomness."""
     from ..random import simulation
 
     sample = getattr(mech, "sample", None)
@@ -287,7 +287,10 @@ def to_markdown(result: CompareResult) -> str:
         f"**{m['note']}.** Statistic: {m['statistic']}; data: {m['data']}; "
         f"n = {m['n']}; bounds = {m['bounds']}; {m['trials']} trials per cell; seed {m['seed']}.",
         "",
-        "Median absolute error (refusal rate in brackets where > 0):",
+        "How to read it: one row per mechanism, one column per ε (smaller ε is more "
+        "private); each cell is the median absolute error of the released value over the "
+        "trials (smaller is better). [refused x%]: the share of trials where the mechanism "
+        "declined to answer; — : it refused every time; n/a: it does not apply.",
         "",
         "| mechanism | guarantee | " + " | ".join(f"ε={e:g}" for e in eps) + " |",
         "|---|---|" + "---|" * len(eps),
@@ -301,14 +304,14 @@ def to_markdown(result: CompareResult) -> str:
         for e in eps:
             r = cell.get((lab, e))
             if r is not None and r.get("refused") == 1.0:
-                cells.append("— [100% ⊥]")
+                cells.append("— [refused 100%]")
                 continue
             if r is None or r.get("median_abs_error") is None:
                 cells.append("n/a" if r is None or r.get("skipped") is None else "skipped")
                 continue
             s = f"{r['median_abs_error']:.4g}"
             if r["refused"]:
-                s += f" [{100 * r['refused']:.0f}% ⊥]"
+                s += f" [refused {100 * r['refused']:.0f}%]"
             cells.append(s)
         lines.append(f"| {lab} | {kind} | " + " | ".join(cells) + " |")
     if "true_value" in m:

@@ -200,7 +200,7 @@ def constant_rule(family: str, epsilon: float, delta: float, n: int) -> float:
 
 
 def tenth_rule(family: str, epsilon: float, delta: float, n: int) -> float:
-    """γ = 0.1·γ_cap (the small-γ habit the issue's quick check compared against)."""
+    """γ = 0.1·γ_cap (the common small-γ habit, as a baseline)."""
     return 0.1 * gamma_cap(family, epsilon, delta)
 
 

@@ -1,4 +1,4 @@
-"""Noise per unit of smooth sensitivity: Hladík–Tětek Figure 1 and FORMULAS.md §7.
+"""Noise per unit of smooth sensitivity: Hladík–Tětek Figure 1 and its reference values.
 
 :func:`noise_std_table` gives, for each γ, the standard deviation of the
 unit-SS noise of every family at its best shape (``noise.calibrate``).
@@ -32,7 +32,8 @@ from ..random import simulation
 
 GAMMAS: tuple[float, ...] = (0.001, 0.01, 0.03, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.45)
 FAMILY_COLUMNS: tuple[str, ...] = FAMILIES
-# FORMULAS.md §7 (ε = 1): γ → (PolyPlace std, best-t std, best d).
+# Reference values (Hladík–Tětek, Figure 1; docs/noise.md), ε = 1: γ → (PolyPlace std,
+# best-t std, best d).
 PUBLISHED_SECTION7: dict[float, tuple[float, float, float | None]] = {
     0.001: (1.417, 1.742, 4.96),
     0.01: (1.438, 1.839, 4.68),
@@ -131,7 +132,7 @@ def independent_best_std(
 
 
 def agreement_table(epsilon: float = 1.0, gammas: Sequence[float] = GAMMAS) -> list[dict[str, Any]]:
-    """calibrate() vs the brute-force optimum for t and Cauchy, and vs FORMULAS.md §7."""
+    """calibrate() vs the brute-force optimum for t and Cauchy, and vs the reference values."""
     rows = []
     for g in gammas:
         row: dict[str, Any] = {"gamma": float(g)}
@@ -297,9 +298,9 @@ def to_markdown(payload: dict[str, Any]) -> str:
         "",
         "![std per unit SS](noise_std.png)",
         "",
-        "## Agreement with FORMULAS.md §7 and with an independent optimum",
+        "## Agreement with the reference values and with an independent optimum",
         "",
-        f"Largest relative difference to the published §7 values (PolyPlace, best t): "
+        f"Largest relative difference to the published reference values (PolyPlace, best t): "
         f"{worst_pub:.2e} (the published values have 4 significant digits). "
         f"Largest relative difference between `calibrate`'s optimiser and a brute-force "
         f"grid over the closed forms of Claims 16–17 (200,001 + 20,001 points): "

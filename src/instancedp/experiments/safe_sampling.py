@@ -52,7 +52,7 @@ def naive_forward(noise: NoiseDistribution, value: float, k: np.ndarray) -> np.n
     construction is fixed (not whatever the family's ``ppf`` does today):
 
     * Laplace(b): value + b·(−sign(u)·ln(1 − 2|u|)), u = U − ½;
-    * PolyPlace(s, α): the closed-form inverse of FORMULAS.md §2;
+    * PolyPlace(s, α): the closed-form inverse (docs/noise.md);
     * Student's t: ``scipy.special.stdtrit``.
     """
     u = np.asarray(k, dtype=np.float64) / _TWO53

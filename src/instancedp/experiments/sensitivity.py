@@ -1,4 +1,4 @@
-"""Speed of the exact sensitivity engine (issue 3), as tables.
+"""Speed of the exact sensitivity engine (docs/queries.md), as tables.
 
 - ``median_scaling``: exact median smooth sensitivity after the sort, as a
   ratio to ``numpy.sort`` of the same array in the same run (target ≤ 0.2).

@@ -11,7 +11,7 @@ differ in one edge.  Computing its smooth sensitivity is NP-hard (Karwa et al.
   LS(H) ≤ C(a_H, 2) + 2·a_H(a_H − 1) = (5/2)·a_H(a_H − 1)  ("proof", tight on
   K_N minus an edge, where it equals the global sensitivity), and more coarsely
   (5/2)·a_H² ("coarse": C(a, 2) ≤ a²/2 plus Σ ≤ 2a²).  The printed constant is
-  garbled in the text extraction; FORMULAS.md §3 reads (3/2)·a_H² ("printed"),
+  garbled in the text extraction; one reading is (3/2)·a_H² ("printed"; docs/errata.md),
   which fails already on 5 vertices (K_5 minus an edge: LS = 15 > 13.5).
 - Layers L_k = graphs with k edges; neighbours lie in adjacent layers and a_H
   grows with H, so the layer maxima LS̃_k are non-decreasing and Algorithm 1
@@ -90,7 +90,7 @@ def exhaustive_tables(n: int) -> dict[str, np.ndarray]:
 
 def lemma25_bound(a: Any, form: str = "proof") -> np.ndarray:
     """LS̃(H) from a_H (000 Lemma 25): "proof" (5/2)·a(a − 1), "coarse" (5/2)·a²,
-    "printed" (3/2)·a² (FORMULAS.md's reading; not a valid bound)."""
+    "printed" (3/2)·a² (a reading of the garbled constant; not a valid bound)."""
     a = np.asarray(a, dtype=np.float64)
     if form == "proof":
         return 2.5 * a * (a - 1) + 0.0  # + 0.0 turns -0.0 (a = 0) into 0.0

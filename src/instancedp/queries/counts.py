@@ -10,8 +10,8 @@ same bits and neighbours differ by at most the sensitivity before the final
 rounding to a double (whose slack the sensitivity includes).
 
 ``Ratio()`` releases a/b for b users of whom a have a property (the private
-ratio of the blog post 004, "privately bounding local sensitivity"; FORMULAS
-§5).  Data: a 1-D array of 0/1 flags, one per user, so a = number of 1s and
+ratio of the blog post "privately bounding local sensitivity"; docs/queries.md).
+Data: a 1-D array of 0/1 flags, one per user, so a = number of 1s and
 b = n.  A user joining adds 1 to b (and to a if flagged); datasets stay
 non-empty (b ≥ 1: a/b is undefined for b = 0).  The exact local sensitivity,
 with M = max(a, b − a), μ = min(a, b − a), is

@@ -12,7 +12,7 @@ nodes are numbered in ``G.nodes`` order.
 
 Statistics:
 
-- ``TriangleCount`` (Nissim, Raskhodnikova, Smith 2007, §3; FORMULAS §1):
+- ``TriangleCount`` (Nissim, Raskhodnikova, Smith 2007, §3):
   with a_ij the common neighbours of i ≠ j and b_ij the vertices adjacent to
   exactly one of them, A^(s) = max_{i≠j} min(a_ij + ⌊(s + min(s, b_ij))/2⌋, n − 2).
 - ``KStarCount(k)`` (Karwa, Raskhodnikova, Smith, Yaroslavtsev 2011, §3):

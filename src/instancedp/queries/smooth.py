@@ -1,6 +1,6 @@
 """Smooth sensitivity from a user's k ↦ A^(k), and a checker for β-smooth bounds.
 
-NRS 2007 Def. 2.1–2.2 and Prop. 3.1 (FORMULAS.md §1): a function S is a
+NRS 2007 Def. 2.1–2.2 and Prop. 3.1 (docs/queries.md): a function S is a
 β-smooth upper bound on LS if S(x) ≥ LS(x) and S(x) ≤ e^β·S(y) for all
 neighbours x, y; SS_β(x) = max_k e^{−kβ} A^(k)(x) is the smallest one.
 """
