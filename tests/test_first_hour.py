@@ -100,7 +100,11 @@ def few_trials(monkeypatch):
     monkeypatch.setattr(compare, "compare", lambda *a, **k: real(*a, **{**k, "trials": 5}))
 
 
-def test_first_hour_replays_the_readme(tmp_path, few_trials):
+def test_first_hour_replays_the_readme(tmp_path, few_trials, monkeypatch):
+    # The README's ledger shows the principal "alice": the default principal is the OS
+    # user (getpass reads LOGNAME first), so the replay runs as alice.
+    for var in ("LOGNAME", "USER"):
+        monkeypatch.setenv(var, "alice")
     (tmp_path / "src").symlink_to(ROOT / "src", target_is_directory=True)
     namespace: dict = {}
     for step in _steps():
