@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from .errors import DataError, ParameterError
-from .privacy import ApproxDP, Guarantee, PureDP, compose
+from .privacy import ApproxDP, Guarantee, compose
 
 __all__ = [
     "GroupRelease",
