@@ -273,14 +273,23 @@ def test_csv_file_through_duckdb_equals_in_memory_with_keys_as_text(tmp_path):
     assert r.values == m.values  # "01" and "1" stay distinct groups (declared text)
 
 
-def test_duckdb_group_lists_match_numpy(tmp_path):
-    from instancedp.groupby import duckdb_group_lists
+def test_duckdb_groups_match_numpy(tmp_path):
+    from instancedp.groupby import duckdb_groups
 
     f = tmp_path / "t.csv"
-    f.write_text("g,v\na,3\nb,1\na,1\nb,x\na,2\n")
-    got = duckdb_group_lists(f, "g", "v")
-    assert set(got) == {"a", "b"}
-    assert got["a"].tolist() == [1.0, 2.0, 3.0] and got["b"].tolist() == [1.0]
+    f.write_text("g,v\na,3\nb,1\na,1\nb,x\na,2\n,7\n")
+    counts, lists, missing = duckdb_groups(f, "g", "v")
+    assert counts == {"a": 3, "b": 2} and missing == 1  # the key-less row forms no group
+    assert lists["a"].tolist() == [1.0, 2.0, 3.0] and lists["b"].tolist() == [1.0]
+
+
+def test_file_with_id_column_bounds_contributions(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("who,g,v\np,a,1\np,b,2\np,c,3\nq,a,4\nq,a,5\n")
+    r = group_release(f, "g", "v", "count", epsilon=1e6, keys=["a", "b", "c"],
+                      id_column="who", max_groups=1, rng=simulation(0))
+    # p keeps one of its three groups, q one of its two rows in a: 2 rows in all
+    assert sum(round(v) for v in r.values["count"]) == 2
 
 
 def test_frames_match_the_input():

@@ -305,6 +305,20 @@ def _check_file_schema(path: Path, by: str, column: str | None, person: str | No
             )
 
 
+def _value_sql(path: Path, column: str) -> str:
+    """The value column as DOUBLE, NULL where the text is not a number.
+
+    For CSV, TRY_CAST of a function of the text: a bare TRY_CAST of a column
+    declared VARCHAR is pushed into the CSV scan by DuckDB, which then fails
+    on text that is not a number."""
+    from . import io as _io
+
+    q = _io._quote_ident(column)
+    if _io._reader(path) == "read_csv_auto":
+        return f"TRY_CAST(trim({q}) AS DOUBLE)"
+    return f"TRY_CAST({q} AS DOUBLE)"
+
+
 def _columns_from_file(path: Path, by: str, column: str | None,
                        person: str | None) -> tuple[np.ndarray, np.ndarray | None, Any]:
     """Read the three columns through DuckDB.
@@ -322,7 +336,7 @@ def _columns_from_file(path: Path, by: str, column: str | None,
     q = _io._quote_ident
     cols = [f"CAST({q(by)} AS VARCHAR) AS k"]
     if column is not None:
-        cols.append(f"TRY_CAST({q(column)} AS DOUBLE) AS v")
+        cols.append(f"{_value_sql(path, column)} AS v")
     if person is not None:
         cols.append(f"CAST({q(person)} AS VARCHAR) AS p")
     con = _io._connect()
@@ -340,31 +354,46 @@ def _columns_from_file(path: Path, by: str, column: str | None,
     return keys, values, ids
 
 
-def duckdb_group_lists(path: str | Path, by: str, column: str) -> dict[str, np.ndarray]:
-    """Per-group sorted values computed in DuckDB (GROUP BY in the engine).
+def duckdb_groups(path: str | Path, by: str,
+                  column: str | None) -> tuple[dict[str, int], dict[str, np.ndarray], int]:
+    """GROUP BY in DuckDB: per key its row count and sorted finite values, plus
+    the number of rows whose value is missing.
 
-    Only each group's list of values (what an order-statistic mechanism
-    needs) comes back, one row per group; keys read as text."""
+    Only one row per group comes back (the group's values, which an
+    order-statistic mechanism needs); keys and values are read under the
+    public policy of :func:`_columns_from_file` (keys as text)."""
     from . import io as _io
 
     path = Path(path)
     rel = _io._file_relation(path)
-    if _io._reader(path) == "read_csv_auto":
-        types = f"{_io._sql_literal(by)}: 'VARCHAR', {_io._sql_literal(column)}: 'VARCHAR'"
-        rel = rel[:-1] + f", types={{{types}}})"
     q = _io._quote_ident
+    if _io._reader(path) == "read_csv_auto":
+        declared = [c for c in (by, column) if c is not None]
+        types = ", ".join(f"{_io._sql_literal(c)}: 'VARCHAR'" for c in declared)
+        rel = rel[:-1] + f", types={{{types}}})"
+    v = "0.0" if column is None else _value_sql(path, column)
+    ok = "v IS NOT NULL AND isfinite(v)"
     sql = (
-        f"SELECT CAST({q(by)} AS VARCHAR) AS k, list(v ORDER BY v) AS vs FROM "
-        f"(SELECT {q(by)}, TRY_CAST({q(column)} AS DOUBLE) AS v FROM {rel}) "
-        f"WHERE v IS NOT NULL AND isfinite(v) GROUP BY 1"
+        f"SELECT k, count(*) AS n, list(v ORDER BY v) FILTER (WHERE {ok}) AS vs, "
+        f"count(*) FILTER (WHERE NOT ({ok}) OR v IS NULL) AS missing FROM "
+        f"(SELECT CAST({q(by)} AS VARCHAR) AS k, {v} AS v FROM {rel}) GROUP BY k"
     )
     con = _io._connect()
     try:
         table = _io._run_sql(con, sql, what=str(path))
     finally:
         con.close()
-    ks, vs = table.column("k").to_pylist(), table.column("vs").to_pylist()
-    return {k: np.asarray(v, dtype=np.float64) for k, v in zip(ks, vs, strict=True)}
+    counts: dict[str, int] = {}
+    lists: dict[str, np.ndarray] = {}
+    missing = 0
+    for k, n, vs, miss in zip(*(table.column(c).to_pylist() for c in ("k", "n", "vs", "missing")),
+                              strict=True):
+        missing += int(miss)
+        if k is None:
+            continue
+        counts[k] = int(n)
+        lists[k] = np.asarray(vs or [], dtype=np.float64)
+    return counts, lists, missing
 
 
 # -- contribution bounding ------------------------------------------------------------------
@@ -502,18 +531,50 @@ def _scaled(g: Guarantee, c: int) -> Guarantee:
     return compose([g] * c)
 
 
+def _unique(keys: np.ndarray) -> tuple[list[Any], np.ndarray]:
+    """The distinct keys (None excluded later) and each row's index into them."""
+    try:
+        uniq, inv = np.unique(keys, return_inverse=True)
+        return list(uniq), inv.reshape(-1)
+    except TypeError:  # keys that do not sort together (mixed types, None)
+        index: dict[Any, int] = {}
+        inv = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64,
+                          count=len(keys))
+        return list(index), inv
+
+
+def key_counts(keys: np.ndarray) -> dict[Any, int]:
+    """Rows per distinct key (missing keys, None/NaN, form no group)."""
+    uniq, inv = _unique(keys)
+    counts = np.bincount(inv, minlength=len(uniq)) if len(keys) else np.zeros(0, np.int64)
+    return {k: int(c) for k, c in zip(uniq, counts, strict=True) if not _missing_key(k)}
+
+
+def _missing_key(k: Any) -> bool:
+    return k is None or (isinstance(k, float) and math.isnan(k))
+
+
 def group_values(keys: np.ndarray, values: np.ndarray | None,
                  wanted: Sequence[Any]) -> list[np.ndarray]:
-    """Each wanted key's values (keys matched as given, then as text)."""
+    """Each wanted key's values, sorted (keys matched as given, then as text).
+
+    Sorted so that a file grouped in DuckDB and a table grouped here hand
+    each mechanism the very same array (a sum's rounding depends on order)."""
     idx = _key_index(wanted)
-    groups: list[list[float]] = [[] for _ in wanted]
-    for i, k in enumerate(keys):
+    vals = np.zeros(len(keys)) if values is None else np.asarray(values, dtype=np.float64)
+    if len(keys) == 0:
+        return [np.zeros(0) for _ in wanted]
+    uniq, inv = _unique(keys)
+    target = np.full(len(uniq), -1, dtype=np.int64)
+    for u, k in enumerate(uniq):
+        if _missing_key(k):
+            continue
         j = idx.get(k)
-        if j is None:
-            j = idx.get(str(k))
-        if j is not None:
-            groups[j].append(0.0 if values is None else values[i])
-    return [np.asarray(g, dtype=np.float64) for g in groups]
+        target[u] = idx.get(str(k), -1) if j is None else j
+    row_group = target[inv]
+    order = np.argsort(row_group, kind="stable")  # stable: row order inside a group
+    bounds = np.searchsorted(row_group[order], np.arange(len(wanted) + 1))
+    return [np.sort(vals[order[bounds[j]:bounds[j + 1]]]) for j in range(len(wanted))]
 
 
 def run_groups(p: dict[str, Any], group_data: Sequence[np.ndarray], source: Any) -> dict:
@@ -579,12 +640,18 @@ def group_release(
             return _columns_from_file(Path(data), by, column, id_column)
         return _columns_in_memory(data, by, column, id_column)
 
+    in_sql = isinstance(data, (str, Path)) and id_column is None  # GROUP BY in DuckDB
     if isinstance(data, (str, Path)):
         _check_file_schema(Path(data), by, column, id_column)
-    columns = None
+    columns = grouped = None
     if not drop_missing:  # owner mode: refuse missing values before the charge
-        columns = read()
-        if columns[1] is not None and not np.isfinite(columns[1]).all():
+        if in_sql:
+            grouped = duckdb_groups(Path(data), by, column)
+            bad = grouped[2] > 0
+        else:
+            columns = read()
+            bad = columns[1] is not None and not np.isfinite(columns[1]).all()
+        if bad:
             raise DataError(
                 f"column {column!r} has missing or non-numeric values: pass drop_missing=True"
             )
@@ -607,23 +674,27 @@ def group_release(
     }
     done = charge(p["guarantee"], "group-by", params) if charge is not None else None
     try:
-        kcol, vcol, ids = columns if columns is not None else read()
-        if ids is not None:
-            kept = bound_contributions(kcol, vcol, ids, max_groups)
-            kcol = kcol[kept]
-            vcol = None if vcol is None else vcol[kept]
+        if in_sql:
+            counts, lists, _ = grouped if grouped is not None else duckdb_groups(
+                Path(data), by, column)
+        else:
+            kcol, vcol, ids = columns if columns is not None else read()
+            if ids is not None:
+                kept = bound_contributions(kcol, vcol, ids, max_groups)
+                kcol = kcol[kept]
+                vcol = None if vcol is None else vcol[kept]
+            counts = key_counts(kcol) if keys is None else {}
         if keys is None:
-            counts: dict[Any, int] = {}
-            for k in kcol:
-                if k is not None:
-                    counts[k] = counts.get(k, 0) + 1
             sel = p["selection"]
             out_keys = select_partitions(counts, sel["epsilon"], sel["delta"],
                                          sensitivity=sel["sensitivity"],
                                          new_keys=p["max_groups"], source=source)
         else:
             out_keys = keys
-        groups = group_values(kcol, vcol, out_keys)
+        if in_sql:
+            groups = [lists.get(str(k), np.zeros(0)) for k in out_keys]
+        else:
+            groups = group_values(kcol, vcol, out_keys)
         result = run_groups(p, groups, source)
     except BaseException:
         if done is not None:
