@@ -300,3 +300,21 @@ def test_frames_match_the_input():
     out = r.to_frame()
     assert isinstance(out, pl.DataFrame) and out.columns == ["state", "median"]
     assert list(r.to_pandas()["state"]) == ["a", "b"]
+
+
+def test_group_options_without_by_are_refused():
+    s = Session(_table(), PureDP(1.0))
+    for kw in ({"keys": ["a"]}, {"split": [1.0]}, {"id_column": "state"}):
+        with pytest.raises(ParameterError) as e:
+            s.release_statistic("median", "income", epsilon=0.5, bounds=BOUNDS, **kw)
+        assert e.value.parameter == "by"
+    assert s.history() == []
+
+
+def test_substitution_session_charges_the_total_and_halves_each_group():
+    s = Session(_table(), PureDP(1.0), neighbours="substitution")
+    r = s.release_statistic("median", "income", by="state", keys=["a", "b"], epsilon=1.0,
+                            bounds=BOUNDS, rng=simulation(0))
+    assert float(s.spent.epsilon) == pytest.approx(1.0)
+    assert r.parameters["per_group"]["median"]["epsilon"] == pytest.approx(0.5)
+    assert r.parameters["groups_touched_per_person"] == 2
