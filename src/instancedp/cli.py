@@ -384,9 +384,48 @@ def release(
         str | None,
         typer.Option(help="Neighbour relation: add-remove or substitution."),
     ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(help="Release per group of this column (--statistic may list several: "
+                     "median,p90,mean,count)."),
+    ] = None,
+    keys: Annotated[
+        Path | None,
+        typer.Option(help="With --by: file of public keys, one per line (an optional first "
+                     "line naming the --by column is skipped). Without it the keys are "
+                     "chosen by private partition selection (needs --delta)."),
+    ] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(help="With --by: fractions of ε per statistic, then the selection "
+                     "(default: equal), e.g. 0.4,0.4,0.2."),
+    ] = None,
+    id_column: Annotated[
+        str | None,
+        typer.Option(help="With --by: the person column (each person then keeps one row per "
+                     "group and at most --max-groups groups)."),
+    ] = None,
+    max_groups: Annotated[int, typer.Option(help="With --id-column: groups per person.")] = 1,
+    csv_out: Annotated[bool, typer.Option("--csv", help="With --by: print CSV rows.")] = False,
 ) -> None:
     """Release one private statistic of a column, charged to a budget ledger."""
     from .session import build_mechanism
+
+    if by is not None:
+        _release_groups(
+            file, column=column, statistic=statistic, epsilon=epsilon, delta=delta,
+            bounds=bounds, mechanism=mechanism, by=by, keys=keys, split=split,
+            id_column=id_column, max_groups=max_groups, drop_missing=drop_missing,
+            ledger=ledger, budget=_budget_from_flags(budget_epsilon, budget_delta, budget_rho),
+            zcdp_delta=zcdp_delta, dataset_id=dataset_id, json_out=json_out, csv_out=csv_out,
+            seed=seed, analyst=analyst, neighbours=_relation(neighbours), sql=sql,
+            other=dict(quantile=quantile, trim=trim, noise=noise, gamma=gamma,
+                       ptr_bound=ptr_bound),
+        )
+        return
+    for flag, val in (("--keys", keys), ("--split", split), ("--id-column", id_column)):
+        if val is not None:
+            raise CLIError(f"{flag} applies to group-by releases: pass --by COLUMN")
 
     recipe = dict(
         mechanism=mechanism,
@@ -435,6 +474,103 @@ def release(
         neighbours=relation,
         chosen={"statistic": statistic, "column": column, "sql": sql},
     )
+
+
+def _read_keys(path: Path, by: str) -> list[str]:
+    """Public keys: one per line; a first line equal to the --by column is a header."""
+    try:
+        lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines()]
+    except OSError as exc:
+        raise CLIError(f"--keys: cannot read {path}: {exc.strerror or exc}") from None
+    keys = [ln for ln in lines if ln]
+    if keys and keys[0] == by:
+        keys = keys[1:]
+    return keys
+
+
+def _release_groups(
+    file: Path | None, *, column: str | None, statistic: str, epsilon: float,
+    delta: float | None, bounds: Any, mechanism: str | None, by: str, keys: Path | None,
+    split: str | None, id_column: str | None, max_groups: int, drop_missing: bool,
+    ledger: Path | None, budget: Any, zcdp_delta: float | None, dataset_id: str,
+    json_out: bool, csv_out: bool, seed: int | None, analyst: bool,
+    neighbours: str | None, sql: str | None, other: dict[str, Any],
+) -> None:
+    """``instancedp release FILE --by COL``: one charged release, a table per group."""
+    import csv
+    import sys
+
+    from .groupby import plan
+    from .session import Session
+
+    for name, val in other.items():
+        if val is not None:
+            raise CLIError(f"--{name.replace('_', '-')} does not apply with --by")
+    if sql is not None:
+        raise CLIError("--sql does not apply with --by: pass the FILE")
+    if file is None:
+        raise CLIError("no data: pass a FILE")
+    if json_out and csv_out:
+        raise CLIError("--json and --csv exclude each other")
+    key_list = None if keys is None else _read_keys(keys, by)
+    try:
+        fractions = None if split is None else [float(x) for x in split.split(",")]
+    except ValueError:
+        raise CLIError(f"--split must be comma-separated numbers; got {split!r}") from None
+    # Every public parameter checked before the ledger is opened.
+    p = plan(statistic, epsilon=epsilon, delta=delta, keys=key_list, split=fractions,
+             neighbours=neighbours or "add_remove", max_groups=max_groups, bounds=bounds,
+             mechanism=mechanism)
+    if analyst:
+        _analyst_flags(budget, ledger)
+    session = Session(
+        file,
+        None if analyst else (budget if (budget is not None or ledger is not None)
+                              else p["guarantee"]),
+        ledger=ledger, dataset_id=dataset_id, analyst=analyst,
+        **({"neighbours": neighbours} if neighbours is not None else {}),
+    )
+    with session:
+        with _spinner("charging the ledger and computing the release"):
+            rel = session.release_statistic(
+                statistic, column, by=by, keys=key_list, split=fractions, epsilon=epsilon,
+                delta=delta, bounds=bounds, rng=_rng(seed), convert_delta=zcdp_delta,
+                drop_missing=drop_missing, id_column=id_column, max_groups=max_groups,
+                **({"mechanism": mechanism} if mechanism is not None else {}),
+            )
+        remaining = session.remaining if ledger is not None else None
+    if not rel.secure:
+        _warn_seeded()
+    if json_out:
+        out = rel.to_dict()
+        out["remaining"] = remaining.as_dict() if remaining is not None else None
+        print(json.dumps(out, indent=2, default=str))
+        return
+    stats = list(rel.values)
+    if csv_out:
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow([by, *stats])
+        for row in rel.rows():
+            w.writerow([row[by], *(row[s] for s in stats)])
+        print(f"guarantee {rel.guarantee.describe()}", file=sys.stderr)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{', '.join(stats)} of {column} by {by}")
+    for name in (by, *stats):
+        table.add_column(str(name), justify="left" if name == by else "right")
+    for row in rel.rows():
+        table.add_row(str(row[by]), *(_fmt_value(row[s]) for s in stats))
+    console = Console(width=100 if not sys.stdout.isatty() else None)
+    console.print(table)
+    console.print(f"guarantee   {rel.guarantee.describe()}  (one charge for all groups)")
+    console.print(f"keys        {rel.parameters['keys']}; {rel.parameters['contributions']}")
+    if remaining is not None:
+        console.print(f"remaining   {remaining.describe()} (ledger {ledger}, dataset "
+                      f"'{dataset_id}')")
+    console.print("secure      " + ("true" if rel.secure else
+                                    "false  <-- SEEDED SIMULATION, NOT A PRIVATE RELEASE"))
 
 
 def _analyst_flags(budget: Any, ledger: Path | None) -> None:

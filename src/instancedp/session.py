@@ -442,9 +442,22 @@ class Session:
         rng: Any = None,
         convert_delta: float | None = None,
         drop_missing: bool | None = None,
+        by: str | None = None,
+        keys: Any = None,
+        split: Any = None,
+        id_column: str | None = None,
+        max_groups: int = 1,
         **options: Any,
     ) -> Any:
         """Build the mechanism by name (as ``instancedp release`` does) and release.
+
+        ``by=COLUMN`` releases per group (see :mod:`instancedp.groupby`):
+        ``statistic`` may then list several (``"median,p90,count"``),
+        ``keys`` are the public keys (None: private partition selection,
+        which needs δ > 0), ``split`` the fractions of ε per statistic (then
+        the selection; default equal), ``id_column``/``max_groups`` bound each
+        person's contributions.  Returns a
+        :class:`~instancedp.groupby.GroupRelease` charged once.
 
         ``options`` are :func:`build_mechanism`'s: ``mechanism``, ``bounds``,
         ``quantile``, ``trim``, ``k``, ``noise``, ``gamma``, ``ptr_bound``.
@@ -452,6 +465,16 @@ class Session:
         refusing them.  Everything is validated before the ledger is touched.
         """
         _check_options(options)
+        if by is not None:
+            return self._release_groups(
+                statistic, column, by=by, keys=keys, split=split, epsilon=epsilon,
+                delta=delta, sql=sql, rng=rng, convert_delta=convert_delta,
+                drop_missing=drop_missing, id_column=id_column, max_groups=max_groups,
+                **options,
+            )
+        if keys is not None or split is not None or id_column is not None:
+            raise ParameterError("keys, split and id_column apply to group-by releases: "
+                                 "pass by=COLUMN", parameter="by")
         stat = str(statistic).lower().replace("_", "-")
         if stat in GRAPH_STATISTICS:
             mech = build_mechanism(statistic, epsilon, delta, **options)
@@ -470,6 +493,51 @@ class Session:
         return self.release(
             mech, column, sql=sql, rng=rng, convert_delta=convert_delta, drop_missing=drop_missing
         )
+
+    def _release_groups(
+        self, statistic: Any, column: str | None, *, by: str, keys: Any, split: Any,
+        epsilon: float, delta: float | None, sql: str | None, rng: Any,
+        convert_delta: float | None, drop_missing: bool | None, id_column: str | None,
+        max_groups: int, **options: Any,
+    ) -> Any:
+        """The group-by branch of :meth:`release_statistic` (charged once)."""
+        from .groupby import group_release
+
+        if sql is not None:
+            raise ParameterError("by= reads the table itself: sql is not supported with it",
+                                 parameter="sql")
+        unknown = set(options) - {"bounds", "mechanism"}
+        if unknown:
+            raise ParameterError(
+                f"option {sorted(unknown)[0]}= does not apply to group-by releases "
+                "(per group: bounds, mechanism)", parameter=sorted(unknown)[0])
+        if keys is None and self._budget.kind == "pure":
+            raise ParameterError(
+                "unknown keys need private partition selection, which is (ε, δ)-DP, but this "
+                "dataset's budget is pure ε: pass the public keys (keys=[...])",
+                parameter="keys", allowed="a list of public keys under a pure-ε budget",
+            )
+        drop = self.drop_missing if drop_missing is None else bool(drop_missing)
+        drop = drop or self.analyst
+
+        def charge(guarantee: Any, mechanism: str, parameters: dict[str, Any]) -> Any:
+            self.ledger.price(self.dataset_id, guarantee, convert_delta)
+            record = self.ledger.charge(self.dataset_id, guarantee, mechanism=mechanism,
+                                        parameters=parameters, convert_delta=convert_delta)
+            return lambda status: self._mark(record.id, status)
+
+        try:
+            return group_release(
+                self._data, by, column, statistic, epsilon=epsilon, delta=delta, keys=keys,
+                split=split, neighbours=self.neighbours, id_column=id_column,
+                max_groups=max_groups, drop_missing=drop, rng=rng, charge=charge, **options,
+            )
+        except (ParameterError, BudgetExceeded, CompositionError, LedgerError):
+            raise
+        except Exception:
+            if self.analyst:  # after the charge the cause may depend on the rows
+                raise DataError(ANALYST_FAILURE) from None
+            raise
 
     def _check_relation(
         self, mechanism: Any, *, sql: str | None, drop_missing: bool | None

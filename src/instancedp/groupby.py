@@ -1,0 +1,707 @@
+"""Per-group releases: several statistics for every group, one guarantee.
+
+``group_release`` answers "median and p90 of income per state" in one charged
+release.  Everything it shows is a function of public parameters and of the
+noisy per-group answers:
+
+* **Keys.**  Public keys (``keys=[...]``) get a release each, empty groups
+  included: every group's mechanism is a total function of the group's rows
+  under the public input policy (missing values dropped, values clamped to
+  the bounds, one fixed public row for mechanisms with no answer on an empty
+  input — :func:`instancedp.session.analyst_policy`).  Rows whose key is not
+  listed are dropped (a row-local filter).  Unknown keys (``keys=None``) are
+  chosen by private partition selection (:func:`selection_threshold`).
+* **Contributions.**  Each row is one person, unless ``id_column=`` names a person
+  column: each person then keeps at most one row per group and at most
+  ``max_groups`` groups, chosen by a fixed keyed hash of (person, key, value)
+  — a function of that person's own rows, so a neighbouring table (one person
+  added or removed) changes at most ``max_groups`` groups by one row each.
+* **Cost** (parallel composition, McSherry 2009, Thm 4; group privacy for the
+  moved row).  Each group's mechanisms are calibrated for add/remove
+  neighbours at ε_g; one row (person) touches c = ``max_groups`` groups under
+  add/remove, and 2c under substitution (a row moved between groups leaves one
+  and joins another; a changed row inside a group is a removal plus an
+  addition).  The charge is c·Σε_g (2c·Σε_g under substitution), plus the
+  selection's (ε_s, δ_s): basic composition of the statistics and the selection.
+
+The record lists the keys, the per-group values and ONE guarantee; no group
+size, sensitivity or noisy selection count appears in it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import DataError, ParameterError
+from .privacy import ApproxDP, Guarantee, compose
+
+__all__ = [
+    "GroupRelease",
+    "parse_statistics",
+    "selection_threshold",
+    "selection_keep_probability",
+    "select_partitions",
+    "group_release",
+]
+
+#: the record's statement of the contribution model (public)
+ONE_ROW_ONE_PERSON = "each row is one person"
+
+
+# -- statistics ------------------------------------------------------------------
+def parse_statistics(statistic: str | Sequence[str]) -> list[tuple[str, str, float | None]]:
+    """``"median,p90,mean"`` or a list → [(label, recipe statistic, quantile)].
+
+    ``pNN`` (0 < NN < 100, decimals allowed: ``p99.9``) is the NN-th percentile.
+    """
+    from .recipes import STATISTICS
+
+    items = statistic.split(",") if isinstance(statistic, str) else list(statistic)
+    out: list[tuple[str, str, float | None]] = []
+    for raw in items:
+        label = str(raw).strip().lower().replace("_", "-")
+        if not label:
+            continue
+        if label.startswith("p") and label[1:].replace(".", "", 1).isdigit():
+            q = float(label[1:]) / 100.0
+            if not 0.0 < q < 1.0:
+                raise ParameterError(
+                    f"percentile {raw!r} must be between p0 and p100 (exclusive)",
+                    parameter="statistic",
+                    allowed="pNN with 0 < NN < 100",
+                )
+            out.append((label, "quantile", q))
+        elif label in ("median", "mean", "count", "sum", "min", "max"):
+            out.append((label, label, None))
+        else:
+            offered = ("median", "pNN", "mean", "count", "sum", "min", "max")
+            why = " (offered as a single release)" if label in STATISTICS else ""
+            raise ParameterError(
+                f"statistic {raw!r} is not offered per group{why}; per group: "
+                + ", ".join(offered),
+                parameter="statistic",
+                allowed=", ".join(offered),
+            )
+    if not out:
+        raise ParameterError("statistic is empty", parameter="statistic")
+    if len({label for label, _, _ in out}) != len(out):
+        raise ParameterError("statistic lists a statistic twice", parameter="statistic")
+    return out
+
+
+def _split(split: Sequence[float] | None, parts: int, selection: bool) -> list[float]:
+    """The budget fractions: explicit, or equal over statistics (+ the selection)."""
+    n = parts + (1 if selection else 0)
+    if split is None:
+        return [1.0 / n] * n
+    fr = [float(x) for x in split]
+    if len(fr) != n or not all(math.isfinite(x) and x > 0 for x in fr):
+        what = f"{parts} statistic(s)" + (" then the partition selection" if selection else "")
+        raise ParameterError(
+            f"split must give {n} positive fractions ({what}); got {list(split)!r}",
+            parameter="split",
+            allowed=f"{n} numbers > 0 summing to 1",
+        )
+    if abs(sum(fr) - 1.0) > 1e-9:
+        raise ParameterError(
+            f"split must sum to 1; got {sum(fr)!r}", parameter="split", allowed="sum = 1"
+        )
+    return fr
+
+
+# -- partition selection -------------------------------------------------------------
+def selection_threshold(epsilon: float, delta: float, sensitivity: int, new_keys: int) -> float:
+    """Threshold T of the Laplace partition selection (Korolova et al. 2009;
+    Wilson et al. 2020, "Differentially private SQL with bounded user
+    contribution", §3.2).
+
+    Each key's count of contributing people gets Laplace noise of scale
+    b = Δ/ε (Δ = ``sensitivity``: the L1 change of the count vector, c under
+    add/remove with c groups per person, 2c under substitution) and is kept iff
+    count + Lap(b) > T.  A key present in only one of two neighbouring tables
+    has count 1 there (one person, one row per group), so it is kept with
+    probability P(Lap(b) > T − 1) = ½·exp(−(T − 1)/b).  At most
+    ``new_keys`` = c such keys exist; asking ½·exp(−(T − 1)/b) = δ/c gives
+
+        T = 1 + b·ln(c / (2δ)).
+
+    With the count vector ε-DP by the Laplace mechanism, the selection is
+    (ε, δ)-DP.  For one group per person under add/remove: T = 1 + ln(1/(2δ))/ε.
+    """
+    b = sensitivity / epsilon
+    return 1.0 + b * math.log(new_keys / (2.0 * delta))
+
+
+def selection_keep_probability(count: int, epsilon: float, delta: float,
+                               sensitivity: int, new_keys: int) -> float:
+    """P(count + Lap(Δ/ε) > T), exactly (the Laplace survival function)."""
+    b = sensitivity / epsilon
+    t = selection_threshold(epsilon, delta, sensitivity, new_keys) - count
+    return 0.5 * math.exp(-t / b) if t >= 0 else 1.0 - 0.5 * math.exp(t / b)
+
+
+def select_partitions(
+    counts: Mapping[Any, int], epsilon: float, delta: float, *, sensitivity: int,
+    new_keys: int, source: Any,
+) -> list[Any]:
+    """The keys whose noisy count passes :func:`selection_threshold` (sorted).
+
+    Keys are visited in sorted order (a function of the key set only) and each
+    draws one Laplace variate from ``source`` (secure: the exact path)."""
+    from .mechanisms.base import add_noise
+    from .noise.laplace import Laplace
+
+    b = sensitivity / epsilon
+    t = selection_threshold(epsilon, delta, sensitivity, new_keys)
+    kept = []
+    for key in _sorted_keys(counts):
+        if counts[key] > 0 and add_noise(float(counts[key]), b, Laplace(1.0), source) > t:
+            kept.append(key)
+    return kept
+
+
+def _sorted_keys(keys: Any) -> list[Any]:
+    try:
+        return sorted(keys)
+    except TypeError:  # mixed types: order by (type name, text)
+        return sorted(keys, key=lambda k: (type(k).__name__, str(k)))
+
+
+# -- the record ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GroupRelease:
+    """Per-group values under one guarantee (a Release-like record)."""
+
+    by: str
+    keys: list[Any]
+    values: dict[str, list[Any]]
+    guarantee: Guarantee
+    mechanism: str
+    parameters: Mapping[str, Any]
+    secure: bool = True
+    frame: str | None = field(default=None, repr=False)
+
+    @property
+    def refused(self) -> bool:
+        return False
+
+    @property
+    def value(self) -> dict[str, list[Any]]:
+        return {self.by: list(self.keys), **{k: list(v) for k, v in self.values.items()}}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per group: the key, then each statistic."""
+        return [
+            {self.by: key, **{s: vals[i] for s, vals in self.values.items()}}
+            for i, key in enumerate(self.keys)
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.rows(),
+            "refused": False,
+            "guarantee": self.guarantee.as_dict(),
+            "mechanism": self.mechanism,
+            "parameters": dict(self.parameters),
+            "secure": self.secure,
+        }
+
+    def to_pandas(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.value)
+
+    def to_polars(self) -> Any:
+        import polars as pl
+
+        return pl.DataFrame(self.value)
+
+    def to_frame(self) -> Any:
+        """A DataFrame of the input's kind (polars for polars input, else pandas)."""
+        return self.to_polars() if self.frame == "polars" else self.to_pandas()
+
+    def __repr__(self) -> str:
+        secure = "" if self.secure else ", secure=False (seeded simulation)"
+        return (
+            f"GroupRelease(by={self.by!r}, groups={len(self.keys)}, statistics="
+            f"{list(self.values)}, guarantee={self.guarantee.describe()}{secure})"
+        )
+
+
+# -- reading the grouped column -----------------------------------------------------------
+def _frame_kind(data: Any) -> str | None:
+    mod = type(data).__module__
+    if mod.startswith("polars"):
+        return "polars"
+    if mod.startswith("pandas"):
+        return "pandas"
+    return None
+
+
+def _columns_in_memory(data: Any, by: str, column: str | None,
+                       person: str | None) -> tuple[np.ndarray, np.ndarray | None, Any]:
+    """(keys, values, ids) as numpy arrays from a DataFrame, Arrow table or dict."""
+    kind = _frame_kind(data)
+    if kind == "polars":
+        names = list(data.columns)
+        get = lambda c: data.get_column(c).to_numpy()  # noqa: E731
+    elif kind == "pandas":
+        names = list(data.columns)
+        get = lambda c: data[c].to_numpy()  # noqa: E731
+    elif hasattr(data, "column_names"):  # pyarrow.Table
+        names = list(data.column_names)
+        get = lambda c: data.column(c).to_numpy(zero_copy_only=False)  # noqa: E731
+    elif isinstance(data, Mapping):
+        names = list(data)
+        get = lambda c: np.asarray(data[c])  # noqa: E731
+    else:
+        raise ParameterError(
+            "by= needs a table: a file, a pandas/polars DataFrame, an Arrow table or a dict "
+            "of columns", parameter="data",
+        )
+    for name, what in ((by, "by"), (column, "column"), (person, "id_column")):
+        if name is not None and name not in names:
+            raise ParameterError(
+                f"{what}={name!r} is not a column; the columns are {', '.join(map(str, names))}",
+                parameter=what, allowed=", ".join(map(str, names)),
+            )
+    keys = np.asarray(get(by), dtype=object)
+    values = None if column is None else _as_float(get(column))
+    ids = None if person is None else np.asarray(get(person), dtype=object)
+    return keys, values, ids
+
+
+def _as_float(col: Any) -> np.ndarray:
+    """Numbers as float64; anything that is not a number becomes NaN (missing)."""
+    arr = np.asarray(col)
+    if arr.dtype.kind in "biuf":
+        return arr.astype(np.float64)
+    out = np.empty(arr.shape[0], dtype=np.float64)
+    for i, v in enumerate(arr):
+        try:
+            out[i] = float(v) if v is not None and not isinstance(v, bool) else np.nan
+        except (TypeError, ValueError):
+            out[i] = np.nan
+    return out
+
+
+def _check_file_schema(path: Path, by: str, column: str | None, person: str | None) -> None:
+    """The named columns exist (the schema is public)."""
+    from . import io as _io
+
+    names = _io.column_names(path)
+    for name, what in ((by, "by"), (column, "column"), (person, "id_column")):
+        if name is not None and name not in names:
+            raise ParameterError(
+                f"{what}={name!r} is not a column of {path}; the columns are "
+                f"{', '.join(names)}", parameter=what, allowed=", ".join(names),
+            )
+
+
+def _value_sql(path: Path, column: str) -> str:
+    """The value column as DOUBLE, NULL where the text is not a number.
+
+    For CSV, TRY_CAST of a function of the text: a bare TRY_CAST of a column
+    declared VARCHAR is pushed into the CSV scan by DuckDB, which then fails
+    on text that is not a number."""
+    from . import io as _io
+
+    q = _io._quote_ident(column)
+    if _io._reader(path) == "read_csv_auto":
+        return f"TRY_CAST(trim({q}) AS DOUBLE)"
+    return f"TRY_CAST({q} AS DOUBLE)"
+
+
+def _columns_from_file(path: Path, by: str, column: str | None,
+                       person: str | None) -> tuple[np.ndarray, np.ndarray | None, Any]:
+    """Read the three columns through DuckDB.
+
+    Inferred CSV types are a function of the rows, so the key and id columns
+    are read as text and the value column cast to DOUBLE (text that is not a
+    number becomes NULL, i.e. missing) — a public policy, whatever the rows."""
+    from . import io as _io
+
+    rel = _io._file_relation(path)
+    if _io._reader(path) == "read_csv_auto":
+        declared = [c for c in (by, column, person) if c is not None]
+        types = ", ".join(f"{_io._sql_literal(c)}: 'VARCHAR'" for c in declared)
+        rel = rel[:-1] + f", types={{{types}}})"
+    q = _io._quote_ident
+    cols = [f"CAST({q(by)} AS VARCHAR) AS k"]
+    if column is not None:
+        cols.append(f"{_value_sql(path, column)} AS v")
+    if person is not None:
+        cols.append(f"CAST({q(person)} AS VARCHAR) AS p")
+    con = _io._connect()
+    try:
+        table = _io._run_sql(con, f"SELECT {', '.join(cols)} FROM {rel}", what=str(path))
+    finally:
+        con.close()
+    keys = np.asarray(table.column("k").to_pylist(), dtype=object)
+    values = None
+    if column is not None:
+        values = np.asarray(
+            [np.nan if x is None else x for x in table.column("v").to_pylist()], dtype=np.float64
+        )
+    ids = None if person is None else np.asarray(table.column("p").to_pylist(), dtype=object)
+    return keys, values, ids
+
+
+def duckdb_groups(path: str | Path, by: str,
+                  column: str | None) -> tuple[dict[str, int], dict[str, np.ndarray], int]:
+    """GROUP BY in DuckDB: per key its row count and sorted finite values, plus
+    the number of rows whose value is missing.
+
+    Only one row per group comes back (the group's values, which an
+    order-statistic mechanism needs); keys and values are read under the
+    public policy of :func:`_columns_from_file` (keys as text)."""
+    from . import io as _io
+
+    path = Path(path)
+    rel = _io._file_relation(path)
+    q = _io._quote_ident
+    if _io._reader(path) == "read_csv_auto":
+        declared = [c for c in (by, column) if c is not None]
+        types = ", ".join(f"{_io._sql_literal(c)}: 'VARCHAR'" for c in declared)
+        rel = rel[:-1] + f", types={{{types}}})"
+    v = "0.0" if column is None else _value_sql(path, column)
+    ok = "v IS NOT NULL AND isfinite(v)"
+    sql = (
+        f"SELECT k, count(*) AS n, list(v ORDER BY v) FILTER (WHERE {ok}) AS vs, "
+        f"count(*) FILTER (WHERE NOT ({ok}) OR v IS NULL) AS missing FROM "
+        f"(SELECT CAST({q(by)} AS VARCHAR) AS k, {v} AS v FROM {rel}) GROUP BY k"
+    )
+    con = _io._connect()
+    try:
+        table = _io._run_sql(con, sql, what=str(path))
+    finally:
+        con.close()
+    counts: dict[str, int] = {}
+    lists: dict[str, np.ndarray] = {}
+    missing = 0
+    for k, n, vs, miss in zip(*(table.column(c).to_pylist() for c in ("k", "n", "vs", "missing")),
+                              strict=True):
+        missing += int(miss)
+        if k is None:
+            continue
+        counts[k] = int(n)
+        lists[k] = np.asarray(vs or [], dtype=np.float64)
+    return counts, lists, missing
+
+
+# -- contribution bounding ------------------------------------------------------------------
+def _hash_rank(*parts: Any) -> bytes:
+    h = hashlib.blake2b(digest_size=8, key=b"instancedp-groupby")
+    for p in parts:
+        h.update(repr(p).encode())
+        h.update(b"\x00")
+    return h.digest()
+
+
+def bound_contributions(keys: np.ndarray, values: np.ndarray | None, ids: np.ndarray,
+                        max_groups: int) -> np.ndarray:
+    """Indices of the rows kept: per person ≤ 1 row per key, ≤ ``max_groups`` keys.
+
+    The rows of one person are ranked by a fixed keyed hash of (person, key,
+    value) — not by their position in the table — so which rows a person keeps
+    depends on that person's rows alone."""
+    order = sorted(
+        range(len(keys)),
+        key=lambda i: (repr(ids[i]), _hash_rank(ids[i], keys[i],
+                                                None if values is None else values[i])),
+    )
+    kept: list[int] = []
+    groups: dict[str, set] = {}
+    for i in order:
+        mine = groups.setdefault(repr(ids[i]), set())
+        k = keys[i]
+        if k in mine or len(mine) >= max_groups:
+            continue
+        mine.add(k)
+        kept.append(i)
+    return np.asarray(sorted(kept), dtype=np.int64)
+
+
+# -- the release ------------------------------------------------------------------------------
+def _key_index(keys: Sequence[Any]) -> dict[Any, int]:
+    idx: dict[Any, int] = {}
+    for i, k in enumerate(keys):
+        if k in idx or str(k) in idx:
+            raise ParameterError(f"keys lists {k!r} twice", parameter="keys")
+        idx[k] = i
+        idx.setdefault(str(k), i)
+    return idx
+
+
+def plan(
+    statistic: str | Sequence[str],
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    keys: Sequence[Any] | None = None,
+    split: Sequence[float] | None = None,
+    neighbours: str = "add_remove",
+    max_groups: int = 1,
+    bounds: tuple[float, float] | None = None,
+    mechanism: str | None = None,
+    selection_delta: float | None = None,
+) -> dict[str, Any]:
+    """Everything decided from public parameters: mechanisms, ε split, guarantee.
+
+    Raises :class:`ParameterError` before any row is read."""
+    from . import _validate
+    from .recipes import build_mechanism, relation_for
+
+    rel = relation_for(neighbours)
+    if rel == "edge":
+        raise ParameterError("group-by releases are tabular: neighbours must be add_remove "
+                             "or substitution", parameter="neighbours")
+    try:
+        eps = _validate.epsilon(epsilon)
+    except ValueError as exc:
+        raise ParameterError(str(exc), parameter="epsilon", allowed="finite > 0") from None
+    if isinstance(max_groups, bool) or not isinstance(max_groups, int) or max_groups < 1:
+        raise ParameterError(f"max_groups must be an integer >= 1, got {max_groups!r}",
+                             parameter="max_groups", allowed="integer >= 1")
+    stats = parse_statistics(statistic)
+    select = keys is None
+    d = None if delta in (None, 0, 0.0) else float(delta)
+    if d is not None and not 0.0 < d < 1.0:
+        raise ParameterError(f"delta must be in [0, 1), got {delta!r}", parameter="delta",
+                             allowed="[0, 1)")
+    if select and d is None:
+        raise ParameterError(
+            "unknown keys need private partition selection, which is (ε, δ)-DP with δ > 0: "
+            "pass the public keys (keys=[...]) or a delta > 0",
+            parameter="keys", allowed="a list of public keys, or delta > 0",
+        )
+    fractions = _split(split, len(stats), select)
+    # δ: the selection takes selection_delta (default: all of δ when no statistic
+    # needs δ, else half), the statistics share the rest equally.
+    factor = max_groups * (2 if rel == "substitution" else 1)
+    stat_delta = None
+    sel_delta = None
+    if d is not None:
+        needs = mechanism in ("gaussian", "ptr", "bounded-ls")
+        if select:
+            sel_delta = selection_delta if selection_delta is not None else (
+                d / 2 if needs else d)
+            if not 0.0 < sel_delta <= d:
+                raise ParameterError("selection_delta must be in (0, delta]",
+                                     parameter="selection_delta", allowed="(0, delta]")
+        rest = d - (sel_delta or 0.0)
+        stat_delta = rest / (factor * len(stats)) if needs and rest > 0 else None
+    mechs = []
+    for (label, stat, q), fr in zip(stats, fractions, strict=False):
+        eps_g = eps * fr / factor  # per group, per statistic, add/remove calibrated
+        opts: dict[str, Any] = {"bounds": bounds} if stat != "count" else {}
+        if q is not None:
+            opts["quantile"] = q
+        m = build_mechanism(stat, eps_g, stat_delta, mechanism=mechanism
+                            if stat != "count" else None, neighbours="add_remove", **opts)
+        mechs.append((label, m))
+    parts = [_scaled(m.guarantee, factor) for _, m in mechs]
+    sel = None
+    if select:
+        eps_s = eps * fractions[-1]
+        sens = factor
+        sel = {
+            "mechanism": "laplace-threshold",
+            "epsilon": eps_s,
+            "delta": sel_delta,
+            "laplace_scale": sens / eps_s,
+            "threshold": selection_threshold(eps_s, sel_delta, sens, max_groups),
+            "sensitivity": sens,
+        }
+        parts.append(ApproxDP(eps_s, sel_delta))
+    guarantee = compose(parts)
+    return {"relation": rel, "factor": factor, "statistics": mechs, "selection": sel,
+            "guarantee": guarantee, "fractions": fractions, "max_groups": max_groups}
+
+
+def _scaled(g: Guarantee, c: int) -> Guarantee:
+    """c-fold group privacy / parallel composition over c touched groups (basic)."""
+    return compose([g] * c)
+
+
+def _unique(keys: np.ndarray) -> tuple[list[Any], np.ndarray]:
+    """The distinct keys (None excluded later) and each row's index into them."""
+    try:
+        uniq, inv = np.unique(keys, return_inverse=True)
+        return list(uniq), inv.reshape(-1)
+    except TypeError:  # keys that do not sort together (mixed types, None)
+        index: dict[Any, int] = {}
+        inv = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64,
+                          count=len(keys))
+        return list(index), inv
+
+
+def key_counts(keys: np.ndarray) -> dict[Any, int]:
+    """Rows per distinct key (missing keys, None/NaN, form no group)."""
+    uniq, inv = _unique(keys)
+    counts = np.bincount(inv, minlength=len(uniq)) if len(keys) else np.zeros(0, np.int64)
+    return {k: int(c) for k, c in zip(uniq, counts, strict=True) if not _missing_key(k)}
+
+
+def _missing_key(k: Any) -> bool:
+    return k is None or (isinstance(k, float) and math.isnan(k))
+
+
+def group_values(keys: np.ndarray, values: np.ndarray | None,
+                 wanted: Sequence[Any]) -> list[np.ndarray]:
+    """Each wanted key's values, sorted (keys matched as given, then as text).
+
+    Sorted so that a file grouped in DuckDB and a table grouped here hand
+    each mechanism the very same array (a sum's rounding depends on order)."""
+    idx = _key_index(wanted)
+    vals = np.zeros(len(keys)) if values is None else np.asarray(values, dtype=np.float64)
+    if len(keys) == 0:
+        return [np.zeros(0) for _ in wanted]
+    uniq, inv = _unique(keys)
+    target = np.full(len(uniq), -1, dtype=np.int64)
+    for u, k in enumerate(uniq):
+        if _missing_key(k):
+            continue
+        j = idx.get(k)
+        target[u] = idx.get(str(k), -1) if j is None else j
+    row_group = target[inv]
+    order = np.argsort(row_group, kind="stable")  # stable: row order inside a group
+    bounds = np.searchsorted(row_group[order], np.arange(len(wanted) + 1))
+    return [np.sort(vals[order[bounds[j]:bounds[j + 1]]]) for j in range(len(wanted))]
+
+
+def run_groups(p: dict[str, Any], group_data: Sequence[np.ndarray], source: Any) -> dict:
+    """Each statistic's mechanism on each group, under the public input policy.
+
+    Groups in key order, statistics in the order asked, one shared source:
+    the same draws as one single release per group in that order."""
+    from .session import analyst_policy, apply_policy
+
+    out: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
+    policies = {label: analyst_policy(m) for label, m in p["statistics"]}
+    for data in group_data:
+        for label, m in p["statistics"]:
+            out[label].append(m.release(apply_policy(data, policies[label]), rng=source).value)
+    return {"values": out, "policies": policies}
+
+
+def group_release(
+    data: Any,
+    by: str,
+    column: str | None,
+    statistic: str | Sequence[str],
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    keys: Sequence[Any] | None = None,
+    split: Sequence[float] | None = None,
+    neighbours: str = "add_remove",
+    id_column: str | None = None,
+    max_groups: int = 1,
+    bounds: tuple[float, float] | None = None,
+    mechanism: str | None = None,
+    drop_missing: bool = True,
+    rng: Any = None,
+    charge: Any = None,
+) -> GroupRelease:
+    """Release ``statistic`` of ``column`` for every group of ``by``.
+
+    ``charge(guarantee, mechanism, parameters) -> callable(status)`` is called
+    once, after every public check and before any row is read for the release
+    (the Session passes its ledger's charge).  See the module docstring for
+    keys, contributions and cost.  ``drop_missing=False`` (owner mode) refuses
+    missing values before the charge instead of dropping them.
+    """
+    from .random import resolve
+
+    source = resolve(rng)
+    if not isinstance(by, str) or not by:
+        raise ParameterError("by must name the grouping column", parameter="by")
+    if max_groups != 1 and id_column is None:
+        raise ParameterError("max_groups bounds each person's groups: it needs id_column= (the "
+                             "person column)", parameter="max_groups")
+    p = plan(statistic, epsilon=epsilon, delta=delta, keys=keys, split=split,
+             neighbours=neighbours, max_groups=max_groups, bounds=bounds, mechanism=mechanism)
+    needs_values = any(s != "count" for s, _ in p["statistics"])
+    if needs_values and column is None:
+        raise ParameterError("statistics other than count need column=", parameter="column")
+    if keys is not None:
+        keys = list(keys)
+        _key_index(keys)
+    def read() -> tuple[np.ndarray, np.ndarray | None, Any]:
+        if isinstance(data, (str, Path)):
+            return _columns_from_file(Path(data), by, column, id_column)
+        return _columns_in_memory(data, by, column, id_column)
+
+    in_sql = isinstance(data, (str, Path)) and id_column is None  # GROUP BY in DuckDB
+    if isinstance(data, (str, Path)):
+        _check_file_schema(Path(data), by, column, id_column)
+    columns = grouped = None
+    if not drop_missing:  # owner mode: refuse missing values before the charge
+        if in_sql:
+            grouped = duckdb_groups(Path(data), by, column)
+            bad = grouped[2] > 0
+        else:
+            columns = read()
+            bad = columns[1] is not None and not np.isfinite(columns[1]).all()
+        if bad:
+            raise DataError(
+                f"column {column!r} has missing or non-numeric values: pass drop_missing=True"
+            )
+    params: dict[str, Any] = {
+        "by": by,
+        "column": column,
+        "statistics": [label for label, _ in p["statistics"]],
+        "mechanisms": {label: m.name for label, m in p["statistics"]},
+        "per_group": {label: m.parameters() for label, m in p["statistics"]},
+        "split": p["fractions"],
+        "neighbours": p["relation"],
+        "per_group_neighbours": "add_remove",
+        "groups_touched_per_person": p["factor"],
+        "contributions": ONE_ROW_ONE_PERSON if id_column is None else
+        f"at most 1 row per group and {max_groups} group(s) per person ({id_column!r}), "
+        "chosen by a fixed keyed hash",
+        "keys": "public" if keys is not None else "private partition selection",
+        "selection": p["selection"],
+        "bounds": None if bounds is None else [float(bounds[0]), float(bounds[1])],
+    }
+    done = charge(p["guarantee"], "group-by", params) if charge is not None else None
+    try:
+        if in_sql:
+            counts, lists, _ = grouped if grouped is not None else duckdb_groups(
+                Path(data), by, column)
+        else:
+            kcol, vcol, ids = columns if columns is not None else read()
+            if ids is not None:
+                kept = bound_contributions(kcol, vcol, ids, max_groups)
+                kcol = kcol[kept]
+                vcol = None if vcol is None else vcol[kept]
+            counts = key_counts(kcol) if keys is None else {}
+        if keys is None:
+            sel = p["selection"]
+            out_keys = select_partitions(counts, sel["epsilon"], sel["delta"],
+                                         sensitivity=sel["sensitivity"],
+                                         new_keys=p["max_groups"], source=source)
+        else:
+            out_keys = keys
+        if in_sql:
+            groups = [lists.get(str(k), np.zeros(0)) for k in out_keys]
+        else:
+            groups = group_values(kcol, vcol, out_keys)
+        result = run_groups(p, groups, source)
+    except BaseException:
+        if done is not None:
+            done("failed")
+        raise
+    if done is not None:
+        done("released")
+    params["input_policy"] = result["policies"]
+    return GroupRelease(by, list(out_keys), result["values"], p["guarantee"], "group-by",
+                        params, source.secure, _frame_kind(data))
