@@ -197,7 +197,8 @@ def test_timestamp_mean_and_trimmed_mean_stay_within_sensitivity():
     hi = lo + 1e5
     rng = np.random.default_rng(3)
     x = np.sort(lo + rng.uniform(0, 1e5, 1000))
-    for q in (Mean(lo, hi, "substitution", n=1000), TrimmedMean(0.1, lo, hi, "substitution", n=1000)):
+    sub = "substitution"
+    for q in (Mean(lo, hi, sub, n=1000), TrimmedMean(0.1, lo, hi, sub, n=1000)):
         v = q.value(x)
         ls = q.local_sensitivity(x)
         for i in (0, 1, 99, 100, 499, 899, 900, 999):
