@@ -88,15 +88,42 @@ def test_values_on_edge_inputs():
     assert "n" not in q.parameters() and q.parameters()["neighbours"] == "add_remove"
 
 
-def test_large_input_is_fast_and_uses_no_public_n():
+@pytest.mark.parametrize("beta", (0.002, 0.05))
+def test_large_input_is_fast_and_its_tail_bound_does_not_dominate(beta):
+    """n = 10^5, β below and above 60 ln 2/4096: the exact scan stops at the public
+    cap K = 4096 for the small β and the tail bound C(n − k) takes over, which must
+    stay far below the cap's constant e^{−(K+1)β}(upper − lower) ≈ 0.03 here."""
     rng = np.random.default_rng(11)
     x = rng.normal(50, 10, 100_000)
     q = TrimmedMean(0.1, 0.0, 100.0)
     t = time.perf_counter()
-    ss = q.smooth_sensitivity(x, 0.01)
+    ss = q.smooth_sensitivity(x, beta)
     assert time.perf_counter() - t < 20
-    # the kept window holds 80 000 values; its spread is < 100: LS ≈ spread/80 000
-    assert q.local_sensitivity(x) <= ss <= 100.0 / 1000
+    ls = q.local_sensitivity(x)
+    # kept window: 80 000 values spread over < 100, so LS < 100/80 000
+    assert ls <= ss <= 1.01 * ls < 100.0 / 80_000
+
+
+def test_tail_bound_is_the_maximum_over_every_distance_beyond_the_cap():
+    """``_trimmed_ar_log_tail`` (endpoints of a convex function) against direct
+    enumeration of max_{k > K} e^{−kβ}·range/max(1, (1 − 2τ)(n − k) − 1)."""
+    from fractions import Fraction
+
+    from instancedp.queries.means import _trimmed_ar_log_tail
+
+    log_range, cap = math.log(7.0), 3
+    for n in (0, 1, 5, 50, 5000):
+        for trim in (0.0, 0.25, 0.49):
+            slope = 1 - 2 * Fraction(repr(trim))
+            for beta in (0.001, 0.01, 0.5, 3.0):
+                direct = max(
+                    log_range - math.log(max(1, slope * (n - k) - 1)) - beta * k
+                    for k in range(cap + 1, n + 50)
+                )
+                got = _trimmed_ar_log_tail(n, trim, log_range, beta, cap)
+                assert got == pytest.approx(direct, abs=1e-12), (n, trim, beta)
+    with pytest.raises(ParameterError, match="only applies to substitution"):
+        TrimmedMean(0.1, 0, 1, n=10)
     with pytest.raises(ParameterError, match="only applies to substitution"):
         TrimmedMean(0.1, 0, 1, n=10)
 

@@ -400,11 +400,13 @@ class _TrimmedAddRemove:
 def _trimmed_ar_log_smooth(
     x: np.ndarray, trim: float, lower: float, upper: float, beta: float
 ) -> float:
-    """log max(max_{a + r ≤ K} e^{−(a+r)β} B(a, r), e^{−(K+1)β}(upper − lower)).
+    """log max(max_{a + r ≤ K} e^{−(a+r)β} B(a, r), max_{k > K} e^{−kβ} C(n − k)).
 
-    K = ``_ar_cap(beta)`` (β only, never n).  Every B(a, r) ≤ upper − lower,
-    so stopping early once e^{−kβ}(upper − lower) ≤ the best term gives the
-    same value; the result is β-smooth (docs/queries.md).
+    K = ``_ar_cap(beta)`` (β only, never n).  C(s) = (upper − lower)/max(1, (1 − 2τ)s − 1)
+    bounds every B(a, r) with n + a − r ≥ s (the kept count c(N) ≥ (1 − 2τ)N and
+    every term is ≤ (upper − lower)/(c − 1)), depends on n − k only and grows with k,
+    so the tail keeps the ball property (docs/queries.md).  Every B ≤ upper − lower:
+    stopping once e^{−kβ}(upper − lower) ≤ the best term gives the same value.
     """
     log_range = math.log(upper - lower)
     if beta == 0:
@@ -414,14 +416,35 @@ def _trimmed_ar_log_smooth(
     best = -math.inf
     for r in range(cap + 1):
         if log_range - beta * r <= best:
-            return best  # every (a, r′) left costs ≥ r
+            return best + 1e-12  # every (a, r′) left costs ≥ r
         reach = cap - r if best == -math.inf else min(cap - r, int((log_range - best) / beta) - r)
         if reach < 0:
             continue
         vals = b.row(r, reach)
         with np.errstate(divide="ignore"):
             best = max(best, float(np.max(np.log(vals) - beta * (np.arange(vals.size) + r))))
-    return max(best, log_range - beta * (cap + 1))
+    # + 1e−12: a relative margin over the rounding of log and exp (SS ≥ LS exactly)
+    return max(best, _trimmed_ar_log_tail(x.size, trim, log_range, beta, cap)) + 1e-12
+
+
+def _trimmed_ar_log_tail(n: int, trim: float, log_range: float, beta: float, cap: int) -> float:
+    """log max_{k > cap} e^{−kβ} C(n − k), C as in ``_trimmed_ar_log_smooth``.
+
+    log C(n − k) − kβ is convex in k where (1 − 2τ)(n − k) − 1 > 1 (minus the log
+    of a linear function) and decreasing beyond, so the maximum over integers is
+    at k = cap + 1, or next to the first k where the denominator reaches 1.
+    Computed with the exact rational 1 − 2τ.
+    """
+    num, den = Fraction(repr(float(trim))).as_integer_ratio()
+    slope = Fraction(den - 2 * num, den)  # 1 − 2τ > 0
+
+    def log_c(k: int) -> float:
+        d = slope * (n - k) - 1
+        return log_range - (math.log(d) if d > 1 else 0.0)
+
+    first = n - math.floor(2 / slope)  # (1 − 2τ)(n − k) − 1 ≤ 1 from here on
+    ks = [cap + 1] + [k for k in (first - 1, first) if k > cap + 1]
+    return max(log_c(k) - beta * k for k in ks)
 
 
 def _best_over_additions(tail: np.ndarray, kept: np.ndarray, span: float, budget: np.ndarray):
