@@ -279,7 +279,7 @@ class TrimmedMean(Query):
         x = self._x(data)
         if self.neighbours == "add_remove":
             b = _TrimmedAddRemove(x, self.trim, self.lower, self.upper)
-            return max(float(np.max(b.row(r, k - r))) for r in range(k + 1)) + self.rounding_slack
+            return b.upto(k) + self.rounding_slack
         i_max, j_min, kept = self._window(x.size)
         exact = pair_local_sensitivity(x, self.lower, self.upper, i_max, j_min, k) / kept
         return exact + self.rounding_slack
@@ -358,18 +358,34 @@ class _TrimmedAddRemove:
 
     def row(self, r: int, a_max: int) -> np.ndarray:
         """[B(a, r) for a = 0..a_max] (0 where the size would be negative)."""
+        a = np.arange(a_max + 1, dtype=np.int64)
+        return self.pairs(a, np.full(a.size, r, dtype=np.int64))
+
+    def upto(self, k: int) -> float:
+        """B^(k) = max_{a + r ≤ k} B(a, r), in blocks of about 2^20 pairs."""
+        best = 0.0
+        step = max(1, (1 << 20) // (k + 1))
+        for r0 in range(0, k + 1, step):
+            r = np.arange(r0, min(k, r0 + step - 1) + 1, dtype=np.int64)
+            a = np.arange(k + 1, dtype=np.int64)
+            aa, rr = np.meshgrid(a, r)
+            keep = aa + rr <= k
+            best = max(best, float(np.max(self.pairs(aa[keep], rr[keep]))))
+        return best
+
+    def pairs(self, a: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """B(a, r) elementwise for equal-shaped integer arrays (0 where n + a − r < 0)."""
         n = self.x.size
-        need = r + a_max + 2
+        need = int(np.max(a + r, initial=0)) + 2
         if need > self.pad:
             self._prefix(max(need, 2 * self.pad))
-        a = np.arange(a_max + 1, dtype=np.int64)
         size = n + a - r
         out = np.zeros(a.size)
         span = self.upper - self.lower
         out[size == 0] = span / 2
         one = size == 1
         if one.any():  # y = {z}, z ∈ [X_{1−a}, X_{1+r}]: add → (max gap)/2, remove → |z − mid|
-            hi = self._X(1 + r + 0 * a[one])
+            hi = self._X(1 + r[one])
             lo = self._X(1 - a[one])
             out[one] = np.maximum(
                 np.maximum(hi, span - lo) / 2, np.maximum(hi - self.mid, self.mid - lo)
@@ -377,7 +393,7 @@ class _TrimmedAddRemove:
         big = size >= 2
         if not big.any():
             return out
-        a, N = a[big], size[big]
+        a, r, N = a[big], r[big], size[big]
         m = self._m(N)
         c = N - 2 * m
         low = self._mean(m + 1 - a, N - m - a)  # lower bound on the kept mean
