@@ -172,3 +172,18 @@ def test_privacy_check_catches_local_sensitivity_in_place_of_the_smooth_bound(no
     q = mech.query
     q.smooth_sensitivity = lambda d, beta: TrimmedMean.local_sensitivity(q, d)
     assert check_mechanism(mech, _pairs()).passed is False
+
+
+def test_exact_privacy_of_ptr_on_add_remove_pairs():
+    """PTR's distance uses B^(k): conservative (B ≥ A) and of sensitivity 1 (ball
+    property), so the release stays (ε, δ)-DP; checked exactly on every pair."""
+    mech = build_mechanism(
+        "trimmed-mean", 1.0, bounds=(LO, HI), trim=0.25, mechanism="ptr", delta=0.05, ptr_bound=1.0
+    )
+    result = check_mechanism(mech, _pairs())
+    assert result.passed is True, result
+    assert {mech.distance(x) for x, _ in _pairs()} != {0.0}  # some tables pass the test
+    # control: a distance read from LS alone (A^(k) := LS) is not DP, and the check says so
+    q = mech.query
+    q.local_sensitivity = lambda d, distance=0: TrimmedMean.local_sensitivity(q, d, 0)
+    assert check_mechanism(mech, _pairs()).passed is False
