@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 
 import numpy as np
 import pytest
@@ -53,12 +52,12 @@ def test_local_sensitivity_exact_at_zero_and_an_upper_bound_to_distance_3(trim):
             got = [q.local_sensitivity(x, k) for k in range(4)]
             assert got[0] == pytest.approx(ref[0] + slack, abs=1e-12), x
             for k in range(4):
-                assert ref[k] <= got[k] <= 2 * ref[k] + 1e-9 or ref[k] == got[k] - slack, (x, k)
+                assert ref[k] <= got[k] <= 2 * ref[k] + 1e-9, (x, k)
             assert got == sorted(got)  # A^(k) bounds grow with k
             assert q.global_sensitivity >= max(got)
 
 
-@pytest.mark.parametrize("trim", (0.0, 0.25, 0.34))
+@pytest.mark.parametrize("trim", (0.0, 0.34))
 @pytest.mark.parametrize("beta", (0.1, 1.0))
 def test_smooth_across_every_add_remove_pair_and_above_exact_ss(trim, beta):
     q = TrimmedMean(trim, LO, HI)
@@ -89,16 +88,14 @@ def test_values_on_edge_inputs():
 
 
 @pytest.mark.parametrize("beta", (0.002, 0.05))
-def test_large_input_is_fast_and_its_tail_bound_does_not_dominate(beta):
+def test_large_input_tail_bound_does_not_dominate(beta):
     """n = 10^5, β below and above 60 ln 2/4096: the exact scan stops at the public
     cap K = 4096 for the small β and the tail bound C(n − k) takes over, which must
     stay far below the cap's constant e^{−(K+1)β}(upper − lower) ≈ 0.03 here."""
     rng = np.random.default_rng(11)
     x = rng.normal(50, 10, 100_000)
     q = TrimmedMean(0.1, 0.0, 100.0)
-    t = time.perf_counter()
-    ss = q.smooth_sensitivity(x, beta)
-    assert time.perf_counter() - t < 20
+    ss = q.smooth_sensitivity(x, beta)  # O(K²), K ≤ 4096: about 2 s unloaded (no timing assert)
     ls = q.local_sensitivity(x)
     # kept window: 80 000 values spread over < 100, so LS < 100/80 000
     assert ls <= ss <= 1.01 * ls < 100.0 / 80_000
