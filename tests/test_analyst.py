@@ -132,7 +132,7 @@ def test_analyst_mode_never_creates_a_ledger_or_budget(tmp_path):
 # -- every statistic, adversarial neighbours: the record differs only in its value --
 STATS = {
     "median": {}, "quantile": {"quantile": 0.9}, "mean": {}, "count": {},
-    "sum": {}, "min": {}, "max": {}, "ratio": {},
+    "sum": {}, "min": {}, "max": {}, "ratio": {}, "trimmed-mean": {"trim": 0.25},
 }  # fmt: skip
 # (rows of the smaller table, the added row): sizes 0, 1, 2; values at the bounds; all
 # equal; huge, subnormal, missing and non-numeric rows entering the selection.
@@ -167,21 +167,6 @@ def test_neighbours_give_the_same_record_except_the_value(tmp_path, statistic):
         a = _record(tmp_path, rows, statistic, STATS[statistic], f"a{i}")
         b = _record(tmp_path, rows + [added], statistic, STATS[statistic], f"b{i}")
         assert a == b, (statistic, rows, added, a, b)
-
-
-def test_statistic_without_add_remove_calibration_is_refused_before_reading(tmp_path):
-    """The trimmed mean is offered under substitution only; analyst mode (a selection,
-    add/remove) refuses it from the parameters alone, for every table, charging nothing."""
-    for i, rows in enumerate(([], ["5"], ["0", "1000", "NA"])):
-        f = tmp_path / f"t{i}.csv"
-        f.write_text("v,keep\n" + "".join(f"{r},1\n" for r in rows))
-        led = tmp_path / f"t{i}.db"
-        Session(None, PureDP(1.0), ledger=led).close()
-        with Session(f, ledger=led, analyst=True) as s:
-            with pytest.raises(ParameterError, match="substitution neighbours only"):
-                s.release_statistic("trimmed-mean", sql="SELECT v FROM data", epsilon=1.0,
-                                    bounds=(0, 1000))  # fmt: skip
-            assert s.spent.describe() == "epsilon=0"
 
 
 def test_sandbox_reads_no_other_file_and_is_locked(tmp_path):

@@ -106,7 +106,7 @@ def test_order_statistic_values_on_the_empty_table():
         (Sum(-1.0, 2.0, neighbours="substitution"), "substitution", range(1, 4)),
         (Count(), "add_remove", range(0, 4)),
         (Mean(-1.0, 2.0, "substitution"), "substitution", range(1, 4)),
-        (TrimmedMean(0.34, -1.0, 2.0), "substitution", range(1, 4)),
+        (TrimmedMean(0.34, -1.0, 2.0, "substitution"), "substitution", range(1, 4)),
     ],
     ids=["sum-ar", "sum-sub", "count-ar", "mean-sub", "trimmed-sub"],
 )
@@ -197,7 +197,8 @@ def test_timestamp_mean_and_trimmed_mean_stay_within_sensitivity():
     hi = lo + 1e5
     rng = np.random.default_rng(3)
     x = np.sort(lo + rng.uniform(0, 1e5, 1000))
-    for q in (Mean(lo, hi, "substitution", n=1000), TrimmedMean(0.1, lo, hi, n=1000)):
+    sub = "substitution"
+    for q in (Mean(lo, hi, sub, n=1000), TrimmedMean(0.1, lo, hi, sub, n=1000)):
         v = q.value(x)
         ls = q.local_sensitivity(x)
         for i in (0, 1, 99, 100, 499, 899, 900, 999):

@@ -15,7 +15,7 @@ from instancedp.queries import Mean, TrimmedMean, brute
 
 DOMAIN = (0, 1, 2, 3, 4)
 LO, HI = 0.0, 4.0
-SUB = {t: TrimmedMean(t, LO, HI) for t in (0.1, 0.2, 0.34, 0.49)}
+SUB = {t: TrimmedMean(t, LO, HI, "substitution") for t in (0.1, 0.2, 0.34, 0.49)}
 SUB[0.0] = Mean(LO, HI, "substitution")
 AR = Mean(LO, HI, "add_remove")
 
@@ -104,7 +104,7 @@ def test_global_sensitivities():
     )  # worst case over n (n unknown)
     assert Mean(0, 4, "substitution", n=8).global_sensitivity == pytest.approx(0.5, abs=1e-14)
     assert Mean(0, 4, "add_remove").global_sensitivity == pytest.approx(2.0, abs=1e-14)
-    assert TrimmedMean(0.25, 0, 4, n=8).global_sensitivity == pytest.approx(
+    assert TrimmedMean(0.25, 0, 4, "substitution", n=8).global_sensitivity == pytest.approx(
         1.0, abs=1e-14
     )  # n − 2m = 4
     with pytest.raises(ValueError, match="public n is 8"):
@@ -122,7 +122,7 @@ def test_smooth_is_beta_smooth_for_add_remove():
 def test_trimmed_mean_large_input_matches_definition():
     rng = np.random.default_rng(5)
     x = np.round(rng.normal(2, 1, 400), 1)
-    q = TrimmedMean(0.1, 0, 4)
+    q = TrimmedMean(0.1, 0, 4, "substitution")
     slow = max(math.exp(-0.2 * k) * q.local_sensitivity(x, k) for k in range(401))
     assert q.smooth_sensitivity(x, 0.2) == pytest.approx(slow, rel=1e-12)
 

@@ -53,7 +53,7 @@ def test_add_remove_defaults_never_use_n():
         (lambda: build_mechanism("nope", 1.0), "statistic"),
         (lambda: build_mechanism("median", 1.0, bounds=(0, 1), mechanism="ptr"), "delta"),
         (lambda: build_mechanism("count", 1.0, neighbours="substitution"), "neighbours"),
-        (lambda: build_mechanism("trimmed-mean", 1.0, bounds=(0, 1)), "neighbours"),
+        (lambda: build_mechanism("trimmed-mean", 1.0, bounds=(0, 1), trim=0.5), "trim"),
         (lambda: build_mechanism("median", 1.0, bounds=(0, 1), neighbours="rows"), "neighbours"),
         (lambda: build_mechanism("sum", 1.0, bounds=(-1e308, 1e308)), "bounds"),
     ],

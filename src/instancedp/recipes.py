@@ -11,15 +11,17 @@ Default mechanisms (:func:`default_mechanism`):
 * add/remove — median and quantiles: the exponential quantile mechanism
   (score sensitivity ≤ 1 under both relations); the mean: noisy sum ÷ noisy
   count (:class:`~instancedp.mechanisms.sum_count.NoisySumOverCount`, ε split
-  1/2–1/2, stated in the record); sum and count: Laplace; ratio: KSW; min and
-  max: smooth sensitivity (add/remove A^(k)).  Nothing uses n.
+  1/2–1/2, stated in the record); sum and count: Laplace; ratio: KSW; min,
+  max and the trimmed mean: smooth sensitivity (add/remove A^(k), and for the
+  trimmed mean its β-smooth upper bound; γ from the public default rule).
+  Nothing uses n.
 * substitution — the size n is public: the mean and trimmed mean use it in
   their sensitivity, and medians/quantiles switch to smooth sensitivity when
   ε·n ≥ :data:`SMOOTH_QUANTILE_MIN_EPSILON_N`.
 
 Statistics a relation cannot carry are refused up front: the count under
-substitution (n is public: there is nothing to release); the trimmed mean,
-and the ratio's KSW/naive mechanisms, are available under one relation only
+substitution (n is public: there is nothing to release); the ratio's
+KSW/naive mechanisms are available under add/remove only
 (``STATISTIC_RELATIONS``).
 """
 
@@ -76,7 +78,6 @@ USES_PUBLIC_N = ("mean", "trimmed-mean", "median", "quantile")
 STATISTIC_RELATIONS: dict[str, tuple[str, ...]] = {
     **{s: ("add_remove", "substitution") for s in STATISTICS},
     "count": ("add_remove",),
-    "trimmed-mean": ("substitution",),
     "ratio": ("add_remove",),
     **{s: ("edge",) for s in GRAPH_STATISTICS},
 }
@@ -140,7 +141,6 @@ def relation_for(neighbours: Any, statistic: str | None = None) -> str:
         if rel not in offered:
             why = {
                 "count": "under substitution the table's size is public: nothing to release",
-                "trimmed-mean": "its add/remove sensitivities are not implemented",
                 "ratio": "its mechanisms are calibrated for add/remove (users join or leave)",
             }.get(st, "")
             raise ParameterError(
@@ -255,7 +255,7 @@ def build_query(
     if statistic == "mean":
         return Q.Mean(lo, hi, rel, n=n)
     if statistic == "trimmed-mean":
-        return Q.TrimmedMean(0.1 if trim is None else trim, lo, hi, n=n)
+        return Q.TrimmedMean(0.1 if trim is None else trim, lo, hi, rel, n=n)
     if statistic == "count":
         return Q.Count()
     if statistic == "sum":

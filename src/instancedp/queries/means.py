@@ -43,7 +43,10 @@ from .. import _validate
 from ..errors import ParameterError
 from .base import Query, finite_range, relation
 from .order import (
+    _X,
+    _ar_cap,
     _distance,
+    _is_empty,
     pair_local_sensitivity,
     pair_log_smooth_sensitivity,
     sorted_clamped,
@@ -169,23 +172,30 @@ def trim_count(trim: float, n: int) -> int:
 
 
 class TrimmedMean(Query):
-    """Mean of the middle n − 2m clamped values, m = ⌊trim·n⌋; substitution.
+    """Mean of the middle N − 2m clamped values, m = ⌊trim·N⌋.
 
-    ``n``, if given, is the public dataset size: the global sensitivity is
-    then (upper − lower)/(n − 2m) and data of another size are refused;
-    without it the global sensitivity is the worst case over n, upper − lower.
+    ``neighbours="add_remove"`` (the default): one row added or removed, N
+    private; the empty table's value is the midpoint (lower + upper)/2, and
+    the smooth sensitivity is the β-smooth upper bound derived in
+    docs/queries.md ("The trimmed mean under add/remove").
+    ``neighbours="substitution"``: N fixed; ``n``, if given, is the public
+    dataset size: the global sensitivity is then (upper − lower)/(n − 2m) and
+    data of another size are refused; without it the global sensitivity is
+    the worst case over n, upper − lower.
     """
 
     name = "trimmed_mean"
-    neighbours = "substitution"
-    supported_relations = ("substitution",)
+    neighbours = "add_remove"
+    supported_relations = ("add_remove", "substitution")
     exact: ClassVar[bool] = True
+    _empty_has_value: ClassVar[bool] = True  # add/remove: the empty table's value is public
 
     def __init__(
         self,
         trim: float,
         lower: float,
         upper: float,
+        neighbours: str = "add_remove",
         *,
         n: int | None = None,
         drop_missing: bool = False,
@@ -193,14 +203,27 @@ class TrimmedMean(Query):
         try:
             t = float(trim)
         except (TypeError, ValueError):
-            raise ValueError(f"trim must be a number in [0, 0.5), got {trim!r}") from None
+            t = math.nan
         if not (math.isfinite(t) and 0.0 <= t < 0.5):
-            raise ValueError(f"trim must be a number in [0, 0.5), got {trim!r}")
+            raise ParameterError(
+                f"trim must be a number in [0, 0.5), got {trim!r}",
+                parameter="trim",
+                allowed="[0, 0.5)",
+            )
         self.trim = t
+        self.neighbours = relation(neighbours, self.supported_relations)  # type: ignore[assignment]
         self.lower, self.upper = _validate.bounds(lower, upper)
         fixed_point_exponent(self.lower, self.upper, shift=True)  # refuses overflowing ranges
+        if n is not None and self.neighbours == "add_remove":
+            raise ParameterError(
+                "n (a public dataset size) only applies to substitution neighbours",
+                parameter="n",
+                allowed="None under add_remove",
+            )
         if n is not None and (isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1):
-            raise ValueError(f"n must be an integer >= 1 or None, got {n!r}")
+            raise ParameterError(
+                f"n must be an integer >= 1 or None, got {n!r}", parameter="n", allowed=">= 1"
+            )
         self.n = None if n is None else int(n)
         self.drop_missing = bool(drop_missing)
 
@@ -208,6 +231,8 @@ class TrimmedMean(Query):
         return ("sorted_clamped", self.lower, self.upper, self.drop_missing)
 
     def _prepare(self, data: Any) -> np.ndarray:
+        if self._empty_has_value and self.neighbours == "add_remove" and _is_empty(data):
+            return np.empty(0)  # the empty table neighbours every one-row table
         return sorted_clamped(data, self.lower, self.upper, self.drop_missing)
 
     def _x(self, data: Any) -> np.ndarray:
@@ -233,21 +258,28 @@ class TrimmedMean(Query):
 
     @property
     def global_sensitivity(self) -> float:
-        if self.n is None:
+        if self.n is None:  # add/remove, or substitution without a public n
             return self.upper - self.lower + self.rounding_slack
         return (self.upper - self.lower) / self._window(self.n)[2] + self.rounding_slack
 
     def value(self, data: Any) -> float:
         x = self._x(data)
+        if x.size == 0:  # add/remove only: the public midpoint
+            return float(Fraction(self.lower) + (Fraction(self.upper) - Fraction(self.lower)) / 2)
         m = trim_count(self.trim, x.size)
         return _rounded_mean(x[m : x.size - m], self.lower, self.upper)
 
     def max_distance(self, data: Any) -> float:
-        return float(self._x(data).size)
+        return float(self._x(data).size + (1 if self.neighbours == "add_remove" else 0))
 
     def local_sensitivity(self, data: Any, distance: int = 0) -> float:
+        """A^(k): exact under substitution; under add/remove the upper bound B^(k)
+        of docs/queries.md (exact for k = 0)."""
         k = _distance(distance)
         x = self._x(data)
+        if self.neighbours == "add_remove":
+            b = _TrimmedAddRemove(x, self.trim, self.lower, self.upper)
+            return b.upto(k) + self.rounding_slack
         i_max, j_min, kept = self._window(x.size)
         exact = pair_local_sensitivity(x, self.lower, self.upper, i_max, j_min, k) / kept
         return exact + self.rounding_slack
@@ -255,19 +287,180 @@ class TrimmedMean(Query):
     def log_smooth_sensitivity(self, data: Any, beta: float) -> float:
         beta = _validate.nonnegative(beta, "beta")
         x = self._x(data)
+        if self.neighbours == "add_remove":
+            log_ss = _trimmed_ar_log_smooth(x, self.trim, self.lower, self.upper, beta)
+            return float(np.logaddexp(log_ss, math.log(self.rounding_slack)))
         i_max, j_min, kept = self._window(x.size)
         log_ss = pair_log_smooth_sensitivity(x, self.lower, self.upper, i_max, j_min, beta)
         return float(np.logaddexp(log_ss - math.log(kept), math.log(self.rounding_slack)))
 
     def smooth_sensitivity(self, data: Any, beta: float) -> float:
-        """Exact SS_β, O(n log n) with the sort (pair structure of ``order.py``)."""
+        """Substitution: exact SS_β, O(n log n) with the sort (pair structure of
+        ``order.py``).  Add/remove: a β-smooth upper bound, O(K²) with K ≤ the public
+        cap of ``order.py`` (docs/queries.md)."""
         return math.exp(self.log_smooth_sensitivity(data, beta))
 
     def parameters(self) -> dict[str, Any]:
         p: dict[str, Any] = {"trim": self.trim, "lower": self.lower, "upper": self.upper}
+        p["neighbours"] = self.neighbours
         if self.n is not None:
             p["n"] = self.n
         return p
+
+
+# -- the trimmed mean under add/remove -----------------------------------------
+#
+# Derivation in docs/queries.md ("The trimmed mean under add/remove").  For y
+# sorted, size N ≥ 2, m = ⌊τN⌋, c = N − 2m, μ the kept mean and y_i = lower
+# (i < 1), upper (i > N): every neighbour moves the value by
+# (w − μ)/(c + 1) with w ∈ [y_m, y_{N−m+1}] (kept window gains a value) or by
+# (μ − v)/(c − 1) with v ∈ [y_{m+1}, y_{N−m}] (it loses one); which of the two
+# happens on adding (resp. removing) a row depends on ⌊τ(N ± 1)⌋ only, so
+#
+#     LS(y) = max over the active (ia, ib, d) of max(μ − y_ia, y_ib − μ)/d.
+#
+# N = 1 removal: |y_1 − mid|; N = 0: LS = (upper − lower)/2.  For y at a
+# additions and r removals from x (N = n + a − r): x_{i−a} ≤ y_i ≤ x_{i+r},
+# so μ(y) ∈ [L, U] with L, U the means of x over the kept ranks shifted by
+# −a, +r, giving B(a, r) ≥ LS(y); B(a, r)(x′) ≤ B(a + 1, r)(x) or
+# B(a, r + 1)(x) for x′ = x plus or minus a row, hence β-smoothness.
+
+
+class _TrimmedAddRemove:
+    """B(a, r) for r removals and a = 0..a_max additions (vectorised over a)."""
+
+    def __init__(self, x: np.ndarray, trim: float, lower: float, upper: float) -> None:
+        self.x, self.lower, self.upper = x, lower, upper
+        self.num, self.den = Fraction(repr(float(trim))).as_integer_ratio()
+        self.mid = (upper - lower) / 2  # shifted origin: values are x − lower
+        self.pad = 0  # padded prefix sums are built lazily for the reach needed
+        self._prefix(64)
+
+    def _prefix(self, pad: int) -> None:
+        """Prefix sums of X_i − lower over 1-based indices [−pad, n + pad + 1]."""
+        vals = np.concatenate(
+            [np.zeros(pad + 1), self.x - self.lower, np.full(pad + 1, self.upper - self.lower)]
+        )
+        self.cum = np.concatenate([[0.0], np.cumsum(vals)])
+        self.pad = pad
+
+    def _X(self, idx: np.ndarray) -> np.ndarray:
+        return _X(self.x, self.lower, self.upper, np.asarray(idx)) - self.lower
+
+    def _mean(self, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """Mean of X_i − lower over first ≤ i ≤ last (non-empty ranges)."""
+        # cum[j + pad] = Σ_{−pad ≤ i < j} (X_i − lower), 1-based i
+        p = self.pad
+        return (self.cum[last + p + 1] - self.cum[first + p]) / (last - first + 1)
+
+    def _m(self, size: np.ndarray) -> np.ndarray:
+        return (self.num * size) // self.den
+
+    def row(self, r: int, a_max: int) -> np.ndarray:
+        """[B(a, r) for a = 0..a_max] (0 where the size would be negative)."""
+        a = np.arange(a_max + 1, dtype=np.int64)
+        return self.pairs(a, np.full(a.size, r, dtype=np.int64))
+
+    def upto(self, k: int) -> float:
+        """B^(k) = max_{a + r ≤ k} B(a, r), in blocks of about 2^20 pairs."""
+        best = 0.0
+        step = max(1, (1 << 20) // (k + 1))
+        for r0 in range(0, k + 1, step):
+            r = np.arange(r0, min(k, r0 + step - 1) + 1, dtype=np.int64)
+            a = np.arange(k + 1, dtype=np.int64)
+            aa, rr = np.meshgrid(a, r)
+            keep = aa + rr <= k
+            best = max(best, float(np.max(self.pairs(aa[keep], rr[keep]))))
+        return best
+
+    def pairs(self, a: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """B(a, r) elementwise for equal-shaped integer arrays (0 where n + a − r < 0)."""
+        n = self.x.size
+        need = int(np.max(a + r, initial=0)) + 2
+        if need > self.pad:
+            self._prefix(max(need, 2 * self.pad))
+        size = n + a - r
+        out = np.zeros(a.size)
+        span = self.upper - self.lower
+        out[size == 0] = span / 2
+        one = size == 1
+        if one.any():  # y = {z}, z ∈ [X_{1−a}, X_{1+r}]: add → (max gap)/2, remove → |z − mid|
+            hi = self._X(1 + r[one])
+            lo = self._X(1 - a[one])
+            out[one] = np.maximum(
+                np.maximum(hi, span - lo) / 2, np.maximum(hi - self.mid, self.mid - lo)
+            )
+        big = size >= 2
+        if not big.any():
+            return out
+        a, r, N = a[big], r[big], size[big]
+        m = self._m(N)
+        c = N - 2 * m
+        low = self._mean(m + 1 - a, N - m - a)  # lower bound on the kept mean
+        high = self._mean(m + 1 + r, N - m + r)  # upper bound
+        # gaining a value: (ia, ib, d) = (m, N − m + 1, c + 1); losing: (m + 1, N − m, c − 1)
+        gain = (m, N - m + 1, c + 1)
+        lose = (m + 1, N - m, c - 1)
+        add_same = self._m(N + 1) == m
+        rem_same = self._m(N - 1) == m
+        best = np.zeros(a.size)
+        for case, active in ((gain, add_same | ~rem_same), (lose, ~add_same | rem_same)):
+            ia, ib, d = case
+            term = np.maximum(self._X(ib + r) - low, high - self._X(ia - a))
+            val = np.where(active & (d >= 1), term / np.maximum(d, 1), 0.0)
+            best = np.maximum(best, val)
+        out[big] = best
+        return out
+
+
+def _trimmed_ar_log_smooth(
+    x: np.ndarray, trim: float, lower: float, upper: float, beta: float
+) -> float:
+    """log max(max_{a + r ≤ K} e^{−(a+r)β} B(a, r), max_{k > K} e^{−kβ} C(n − k)).
+
+    K = ``_ar_cap(beta)`` (β only, never n).  C(s) = (upper − lower)/max(1, (1 − 2τ)s − 1)
+    bounds every B(a, r) with n + a − r ≥ s (the kept count c(N) ≥ (1 − 2τ)N and
+    every term is ≤ (upper − lower)/(c − 1)), depends on n − k only and grows with k,
+    so the tail keeps the ball property (docs/queries.md).  Every B ≤ upper − lower:
+    stopping once e^{−kβ}(upper − lower) ≤ the best term gives the same value.
+    """
+    log_range = math.log(upper - lower)
+    if beta == 0:
+        return log_range
+    cap = _ar_cap(beta)
+    b = _TrimmedAddRemove(x, trim, lower, upper)
+    best = -math.inf
+    for r in range(cap + 1):
+        if log_range - beta * r <= best:
+            return best + 1e-12  # every (a, r′) left costs ≥ r
+        reach = cap - r if best == -math.inf else min(cap - r, int((log_range - best) / beta) - r)
+        if reach < 0:
+            continue
+        vals = b.row(r, reach)
+        with np.errstate(divide="ignore"):
+            best = max(best, float(np.max(np.log(vals) - beta * (np.arange(vals.size) + r))))
+    # + 1e−12: a relative margin over the rounding of log and exp (SS ≥ LS exactly)
+    return max(best, _trimmed_ar_log_tail(x.size, trim, log_range, beta, cap)) + 1e-12
+
+
+def _trimmed_ar_log_tail(n: int, trim: float, log_range: float, beta: float, cap: int) -> float:
+    """log max_{k > cap} e^{−kβ} C(n − k), C as in ``_trimmed_ar_log_smooth``.
+
+    log C(n − k) − kβ is convex in k where (1 − 2τ)(n − k) − 1 > 1 (minus the log
+    of a linear function) and decreasing beyond, so the maximum over integers is
+    at k = cap + 1, or next to the first k where the denominator reaches 1.
+    Computed with the exact rational 1 − 2τ.
+    """
+    num, den = Fraction(repr(float(trim))).as_integer_ratio()
+    slope = Fraction(den - 2 * num, den)  # 1 − 2τ > 0
+
+    def log_c(k: int) -> float:
+        d = slope * (n - k) - 1
+        return log_range - (math.log(d) if d > 1 else 0.0)
+
+    first = n - math.floor(2 / slope)  # (1 − 2τ)(n − k) − 1 ≤ 1 from here on
+    ks = [cap + 1] + [k for k in (first - 1, first) if k > cap + 1]
+    return max(log_c(k) - beta * k for k in ks)
 
 
 def _best_over_additions(tail: np.ndarray, kept: np.ndarray, span: float, budget: np.ndarray):
@@ -339,6 +532,7 @@ class Mean(TrimmedMean):
     """
 
     name = "mean"
+    _empty_has_value: ClassVar[bool] = False  # released as noisy sum ÷ noisy count instead
     supported_relations = ("add_remove", "substitution")
 
     def __init__(
@@ -357,8 +551,7 @@ class Mean(TrimmedMean):
                 parameter="n",
                 allowed="None under add_remove",
             )
-        super().__init__(0.0, lower, upper, n=n, drop_missing=drop_missing)
-        self.neighbours = neighbours  # type: ignore[assignment]
+        super().__init__(0.0, lower, upper, neighbours, n=n, drop_missing=drop_missing)
 
     @property
     def global_sensitivity(self) -> float:
