@@ -108,3 +108,20 @@ def test_toy_without_law_case_or_exemption_is_a_coverage_gap(toy):
 def test_register_checks_the_name():
     with pytest.raises(ParameterError, match="one mechanism, one name"):
         registry.register(registry.Entry("other_name", ToyMechanism, "x"))
+
+
+def test_one_name_per_mechanism_aliases_resolve_to_the_registered_key():
+    """The recipes accept a mechanism by its registry key (the name in every record)
+    or by its one short alias, and the release names the key either way."""
+    from instancedp.recipes import build_mechanism
+
+    for alias, key in registry.ALIASES.items():
+        assert registry.get(key).cls.name == key
+        opts = {"bounds": (0.0, 1.0)}
+        if key in ("propose_test_release", "bounded_local_sensitivity"):
+            opts["delta"] = 1e-6
+        if key == "propose_test_release":
+            opts["ptr_bound"] = 1.0
+        for spelling in (alias, key, key.replace("_", "-")):
+            m = build_mechanism("median", 1.0, mechanism=spelling, **opts)
+            assert m.name == key, (spelling, m.name)

@@ -344,7 +344,10 @@ def release(
     mechanism: Annotated[
         str | None,
         typer.Option(
-            help="One of: smooth, ptr, exponential, laplace, gaussian, bounded-ls, ksw, naive."
+            help="A registered mechanism (its name in the record): exponential_quantile, "
+            "smooth_sensitivity, propose_test_release, bounded_local_sensitivity, laplace, "
+            "gaussian, sum-count; for ratio ksw, naive. Short aliases: exponential, smooth, "
+            "ptr, bounded-ls."
         ),
     ] = None,
     noise: Annotated[
@@ -633,7 +636,8 @@ def release_graph(
         int | None,
         typer.Option(help="Public number of vertices (required: edge privacy fixes them)."),
     ] = None,
-    mechanism: Annotated[str | None, typer.Option(help="smooth|ptr|laplace|bounded-ls.")] = None,
+    mechanism: Annotated[str | None, typer.Option(help="smooth_sensitivity (alias smooth), propose_test_release (ptr), "
+                                  "laplace, bounded_local_sensitivity (bounded-ls).")] = None,
     noise: Annotated[str | None, typer.Option(help="Smooth-sensitivity noise family.")] = None,
     gamma: Annotated[float | None, typer.Option(help="Smoothness γ.")] = None,
     ptr_bound: PtrBoundOpt = None,

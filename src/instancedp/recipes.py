@@ -338,7 +338,10 @@ def build_mechanism(
         mechanism = "smooth"  # options that only the smooth mechanism takes imply it
     elif mechanism is None and ptr_bound is not None:
         mechanism = "ptr"
-    name = _choice(mechanism or default_mechanism(statistic, eps, n, rel), MECHANISMS, "mechanism")
+    from .registry import short_name
+
+    chosen = short_name(mechanism) if mechanism is not None else None
+    name = _choice(chosen or default_mechanism(statistic, eps, n, rel), MECHANISMS, "mechanism")
     if noise is not None:
         _only_with("noise", "smooth", name)
     if gamma is not None:

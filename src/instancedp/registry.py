@@ -80,6 +80,25 @@ class Entry:
 _REGISTRY: dict[str, Entry] = {}
 
 
+#: Short spellings the recipes and the CLI accept for a registered key.  Records,
+#: the audit catalogue and the docs use the key; this is the one table of aliases.
+ALIASES: dict[str, str] = {
+    "smooth": "smooth_sensitivity",
+    "ptr": "propose_test_release",
+    "bounded-ls": "bounded_local_sensitivity",
+    "exponential": "exponential_quantile",
+}
+
+
+def short_name(name: str) -> str:
+    """The recipes' spelling of a mechanism named by its registry key or an alias."""
+    v = str(name).lower().replace("_", "-")
+    for alias, key in ALIASES.items():
+        if v in (alias, key.replace("_", "-")):
+            return alias
+    return v
+
+
 def register(entry: Entry, *, replace: bool = False) -> Entry:
     """Add ``entry`` (its ``key`` must equal ``entry.cls.name``)."""
     if not isinstance(entry, Entry):
