@@ -636,8 +636,13 @@ def release_graph(
         int | None,
         typer.Option(help="Public number of vertices (required: edge privacy fixes them)."),
     ] = None,
-    mechanism: Annotated[str | None, typer.Option(help="smooth_sensitivity (alias smooth), propose_test_release (ptr), "
-                                  "laplace, bounded_local_sensitivity (bounded-ls).")] = None,
+    mechanism: Annotated[
+        str | None,
+        typer.Option(
+            help="smooth_sensitivity (alias smooth), propose_test_release (ptr), laplace, "
+            "bounded_local_sensitivity (bounded-ls)."
+        ),
+    ] = None,
     noise: Annotated[str | None, typer.Option(help="Smooth-sensitivity noise family.")] = None,
     gamma: Annotated[float | None, typer.Option(help="Smoothness γ.")] = None,
     ptr_bound: PtrBoundOpt = None,
