@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 import numpy as np
+from flint import arb
 from scipy import special
 
 from .. import _validate
@@ -68,6 +69,11 @@ class GeneralizedCauchy(NoiseDistribution):
     """Density c·sin(π/c)/(2π·scale) / (1 + |x/scale|^c), c = ``power`` > 1."""
 
     family = "cauchy"
+    shape_name = "power"
+    shape_aliases = {"c": "power"}
+    default_gamma_fraction = 0.2
+    default_gamma_ceiling = 0.2
+    exact_route = "cdf"
 
     def __init__(self, power: float, scale: float = 1.0) -> None:
         self.power = _validate.in_open_interval(power, "power", 1.0, math.inf)
@@ -160,3 +166,55 @@ class GeneralizedCauchy(NoiseDistribution):
 
     def with_scale(self, scale: float) -> GeneralizedCauchy:
         return GeneralizedCauchy(self.power, scale)
+
+    # ---- smooth sensitivity (NRS 2007 Lemma 2.7; Hladík–Tětek Claim 16), pure ε-DP:
+    # loss ≤ (|λ_r| + |λ_s|)(c+1) ⇒ scale (c+1)/(ε − γ(c+1)), γ < ε/(c+1)
+    @classmethod
+    def validate_shape(cls, value):
+        return _validate.in_open_interval(value, "power", 1.0, math.inf)
+
+    @classmethod
+    def smooth_unit_scale(cls, epsilon, gamma, delta, shape):
+        k = shape
+        rest = epsilon - gamma * (k + 1.0)
+        return (k + 1.0) / rest if rest > 0 else math.inf
+
+    @classmethod
+    def smooth_log_std(cls, scale, shape):
+        k = shape
+        if k <= 3:
+            return math.inf
+        return math.log(scale) + 0.5 * math.log(math.sin(math.pi / k) / math.sin(3 * math.pi / k))
+
+    @classmethod
+    def smooth_shape_interval(cls, epsilon, gamma, delta, finite_std):
+        return (3.0 if finite_std else 1.0), epsilon / gamma - 1.0
+
+    @classmethod
+    def smooth_max_gamma(cls, epsilon, delta, shape, finite_std):
+        if shape is None:  # c → 1 (any finite std needs c > 3)
+            return epsilon / 4.0 if finite_std else epsilon / 2.0
+        if finite_std and shape <= 3.0:
+            return 0.0
+        return epsilon / (shape + 1.0)
+
+    # ---- exact sampling: P(Z > t) = ½·I_{1/(1+t^c)}(1 − 1/c, 1/c)
+    def exact_params(self) -> tuple[float, ...]:
+        return (float(self.power),)
+
+    @classmethod
+    def exact_sf(cls, t, params):
+        c = arb(params[0])
+        inv_c = 1 / c
+        x = 1 / (1 + t**c)
+        return x.beta_lower(1 - inv_c, inv_c, regularized=True) * 0.5
+
+    @classmethod
+    def exact_ppf_guess(cls, params, p, c):
+        (pw,) = params
+        if abs(c) < 0.25:  # mass of [0, t] is ½·I_{t^c/(1+t^c)}(1/c, 1 − 1/c) = |c|
+            x = float(special.betaincinv(1.0 / pw, 1.0 - 1.0 / pw, 2.0 * abs(c)))
+            return (x / (1.0 - x)) ** (1.0 / pw) if x < 1.0 else math.inf
+        # P(Z > t) = ½·I_{1/(1+t^c)}(1 − 1/c, 1/c) = p
+        y = float(special.betaincinv(1.0 - 1.0 / pw, 1.0 / pw, 2.0 * p))
+        return math.exp((math.log1p(-y) - math.log(y)) / pw) if y > 0.0 else math.inf
