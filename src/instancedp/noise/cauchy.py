@@ -65,6 +65,19 @@ def polish_tail_root(log_u, target, log_tail, log_density_u, steps: int = 3):
     return log_u
 
 
+def polynomial_tail_max_gamma(
+    epsilon: float, shape: float | None, finite_std: bool, var_min: float, free: float
+) -> float:
+    """Supremum of γ for a calibration ε − γ(k+1) > 0 at shape k (Cauchy power c, Student
+    t's d): ε/(k+1); with k free, ``free``·ε (k → its infimum) or, for finite std,
+    ε/(var_min+1); 0 for a fixed k whose variance is infinite (k ≤ var_min)."""
+    if shape is None:
+        return epsilon / (var_min + 1.0) if finite_std else free * epsilon
+    if finite_std and shape <= var_min:
+        return 0.0
+    return epsilon / (shape + 1.0)
+
+
 class GeneralizedCauchy(NoiseDistribution):
     """Density c·sin(π/c)/(2π·scale) / (1 + |x/scale|^c), c = ``power`` > 1."""
 
@@ -192,11 +205,7 @@ class GeneralizedCauchy(NoiseDistribution):
 
     @classmethod
     def smooth_max_gamma(cls, epsilon, delta, shape, finite_std):
-        if shape is None:  # c → 1 (any finite std needs c > 3)
-            return epsilon / 4.0 if finite_std else epsilon / 2.0
-        if finite_std and shape <= 3.0:
-            return 0.0
-        return epsilon / (shape + 1.0)
+        return polynomial_tail_max_gamma(epsilon, shape, finite_std, 3.0, 0.5)  # c → 1
 
     # ---- exact sampling: P(Z > t) = ½·I_{1/(1+t^c)}(1 − 1/c, 1/c)
     def exact_params(self) -> tuple[float, ...]:

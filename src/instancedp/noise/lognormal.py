@@ -178,6 +178,16 @@ class _SymmetricFromTail(NoiseDistribution):
     def exact_params(self) -> tuple[float, ...]:
         return (float(self.sigma),)
 
+    # Both Bun–Steinke product laws Z = X·e^{σY} pay γ/σ for dilation: ε = γ/σ + c(σ)·s,
+    # so γ < ε·σ (any γ with σ free), and the guarantee is ½ε²-CDP.
+    @classmethod
+    def smooth_max_gamma(cls, epsilon, delta, shape, finite_std):
+        return math.inf if shape is None else epsilon * shape
+
+    @classmethod
+    def smooth_guarantee(cls, epsilon, delta):
+        return _zcdp(epsilon)
+
     @abstractmethod
     def _log_tail_abs(self, a: np.ndarray) -> np.ndarray:
         """log P(|Z/scale| > a)."""
@@ -249,14 +259,6 @@ class LaplaceLogNormal(_SymmetricFromTail):
     @classmethod
     def smooth_shape_interval(cls, epsilon, gamma, delta, finite_std):
         return gamma / epsilon, gamma / epsilon + 6.0
-
-    @classmethod
-    def smooth_max_gamma(cls, epsilon, delta, shape, finite_std):
-        return math.inf if shape is None else epsilon * shape
-
-    @classmethod
-    def smooth_guarantee(cls, epsilon, delta):
-        return _zcdp(epsilon)
 
     # ---- exact sampling: |X| = −ln V ~ Exp(1)
     @classmethod
@@ -343,14 +345,6 @@ class UniformLogNormal(_SymmetricFromTail):
     def smooth_shape_closed_below(cls, epsilon, gamma, low):
         # σ ≥ √2 is a closed constraint (and the std increases with σ there).
         return low == _SQRT2 and gamma / epsilon < _SQRT2
-
-    @classmethod
-    def smooth_max_gamma(cls, epsilon, delta, shape, finite_std):
-        return math.inf if shape is None else epsilon * shape
-
-    @classmethod
-    def smooth_guarantee(cls, epsilon, delta):
-        return _zcdp(epsilon)
 
     # ---- exact sampling: |X| = V ~ U(0, 1)
     @classmethod

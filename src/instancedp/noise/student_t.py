@@ -17,7 +17,7 @@ from scipy import special
 from .. import _validate
 from ..random import as_generator
 from .base import NoiseDistribution
-from .cauchy import log_betainc, log_standard_gamma, polish_tail_root
+from .cauchy import log_betainc, log_standard_gamma, polish_tail_root, polynomial_tail_max_gamma
 
 
 class StudentT(NoiseDistribution):
@@ -137,11 +137,7 @@ class StudentT(NoiseDistribution):
 
     @classmethod
     def smooth_max_gamma(cls, epsilon, delta, shape, finite_std):
-        if shape is None:  # d → 0 (any finite std needs d > 2)
-            return epsilon / 3.0 if finite_std else epsilon
-        if finite_std and shape <= 2.0:
-            return 0.0
-        return epsilon / (shape + 1.0)
+        return polynomial_tail_max_gamma(epsilon, shape, finite_std, 2.0, 1.0)  # d → 0
 
     # ---- exact sampling: P(T > t) = ½·I_{d/(d+t²)}(d/2, ½) (Abramowitz–Stegun 26.7.1)
     def exact_params(self) -> tuple[float, ...]:
