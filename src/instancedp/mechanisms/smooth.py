@@ -30,12 +30,15 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
-from ..noise.calibrate import FAMILIES
+from ..noise.base import FAMILIES, RegistryView, family_class
 from ..privacy import Guarantee
 from ..random import RandomSource
 from .base import Mechanism, OutputDistribution, _legacy_positional, add_noise
 
-APPROX_FAMILIES: tuple[str, ...] = ("laplace",)
+# Families whose smooth calibration gives (ε, δ)-DP (a live view of the registry).
+APPROX_FAMILIES = RegistryView(
+    lambda c: c.has_smooth_calibration() and c.requires_delta, lambda c: c.family
+)
 # Floating-point-safe smooth scales.  A computed SS(x) is the real one up to a
 # relative error κ·2^−53 (κ ≲ 10³ for the closed forms the queries use: max_k of
 # e^{−kβ}·LS_k with kβ ≲ 745 above the floor), *provided it is a normal double*:
@@ -88,35 +91,17 @@ def smooth_scale(query: Any, data: Any, gamma: float) -> float:
     return max(ss, public_floor(query)) * (1.0 + _SS_REL_ERR)
 
 
-# γ = c_family · min(ε, γ_max(family, ε, δ)): the fraction c_family that
-# minimised the median's mean absolute error in the study of
-# docs/results/gamma.md (benchmarks/gamma.py; N(0,5) and U(−5,5), n = 100 …
-# 10⁴, ε = 0.1 … 2, bounds [−100, 100]).  The optimum was flat around these
-# values (within ~10 % of the best MAE wherever the median was estimable).
-_FRACTION: dict[str, float] = {
-    "polyplace": 0.35,
-    "student_t": 0.12,
-    "cauchy": 0.2,
-    "laplace": 0.5,  # = NRS's β = ε/(2 ln(2/δ))
-    "laplace_log_normal": 0.25,
-    "uniform_log_normal": 0.6,
-    "arsinh_normal": 0.3,
-}
-# For order statistics with a public n the e^{−kγ}(upper − lower) terms of SS
-# at k ≈ n/2 decay only if γ ≳ 2 ln(n)/n; the rule raises γ to that floor, but
-# never above _CEILING[family]·γ_cap (the largest fraction the study found
-# useful; for Student t, Cauchy and arsinh-normal larger γ only hurt, so no
-# floor).  It matters only where n·ε is small.
+# γ = c_family · min(ε, γ_max(family, ε, δ)): each family class's
+# ``default_gamma_fraction`` c_family minimised the median's mean absolute error
+# in the study of docs/results/gamma.md (benchmarks/gamma.py; N(0,5) and
+# U(−5,5), n = 100 … 10⁴, ε = 0.1 … 2, bounds [−100, 100]); the optimum was flat
+# around these values (within ~10 % of the best MAE wherever the median was
+# estimable).  For order statistics with a public n the e^{−kγ}(upper − lower)
+# terms of SS at k ≈ n/2 decay only if γ ≳ 2 ln(n)/n; the rule raises γ to that
+# floor, but never above ``default_gamma_ceiling``·γ_cap (the largest fraction
+# the study found useful; for Student t, Cauchy and arsinh-normal it equals the
+# fraction: larger γ only hurt).  It matters only where n·ε is small.
 _ORDER_KINDS = ("median", "quantile", "min", "max")
-_CEILING: dict[str, float] = {
-    "polyplace": 0.8,
-    "student_t": 0.12,
-    "cauchy": 0.2,
-    "laplace": 0.7,
-    "laplace_log_normal": 0.45,
-    "uniform_log_normal": 0.9,
-    "arsinh_normal": 0.3,
-}
 
 
 def _max_gamma(family: str, epsilon: float, delta: float | None) -> float:
@@ -150,9 +135,10 @@ def default_gamma(
     if family in APPROX_FAMILIES and delta is None:
         raise ValueError(f"noise={family!r} gives (epsilon, delta)-DP: pass delta in (0, 1)")
     cap = min(epsilon, _max_gamma(family, epsilon, delta))
-    gamma = _FRACTION[family] * cap
+    cls = family_class(family)
+    gamma = cls.default_gamma_fraction * cap
     if n is not None and int(n) > 1 and _query_kind(query) in _ORDER_KINDS:
-        gamma = max(gamma, min(2 * math.log(int(n)) / int(n), _CEILING[family] * cap))
+        gamma = max(gamma, min(2 * math.log(int(n)) / int(n), cls.default_gamma_ceiling * cap))
     return float(gamma)
 
 

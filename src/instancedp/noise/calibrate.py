@@ -2,7 +2,11 @@
 
 ``calibrate(family, epsilon, gamma, delta=None, **shape)`` returns the
 unit-sensitivity noise Z: the mechanism releases q(x) + SS_γ(x)·Z where SS_γ
-is a γ-smooth upper bound on the local sensitivity.  Per family (ε, γ):
+is a γ-smooth upper bound on the local sensitivity.  The mathematics of each
+family lives in its class (the ``smooth_*`` hooks of
+:class:`~instancedp.noise.base.NoiseDistribution`); this module only validates,
+looks the family up in the registry and searches the best shape.  The
+calibrations of the built-in families, per (ε, γ):
 
 polyplace (Hladík–Tětek 2025, Thm. 8)
     Z = PolyPlace(1/γ, ε/γ); pure ε-DP for 0 < γ < ε (finite std for γ < ε/2).
@@ -49,39 +53,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq, minimize_scalar
+from scipy.optimize import minimize_scalar
 
 from .. import _validate
-from ..privacy import ZCDP, ApproxDP, Guarantee, PureDP
-from .base import NoiseDistribution
-from .cauchy import GeneralizedCauchy
-from .laplace import Laplace
-from .lognormal import ArsinhNormal, LaplaceLogNormal, UniformLogNormal
-from .polyplace import PolyPlace
-from .student_t import StudentT
+from ..privacy import Guarantee
+from .base import FAMILIES, NoiseDistribution, family_class, registered_families
+from .laplace import claim18_laplace_std, laplace_shift_budget
 
-FAMILIES: tuple[str, ...] = (
-    "polyplace",
-    "student_t",
-    "cauchy",
-    "laplace",
-    "laplace_log_normal",
-    "uniform_log_normal",
-    "arsinh_normal",
-)
-
-# The one shape parameter of each family (None: no free shape).
-_SHAPE_NAME: dict[str, str | None] = {
-    "polyplace": None,
-    "student_t": "df",
-    "cauchy": "power",
-    "laplace": None,
-    "laplace_log_normal": "sigma",
-    "uniform_log_normal": "sigma",
-    "arsinh_normal": "sigma",
-}
-_ALIASES = {"d": "df", "c": "power"}
-_SQRT2 = math.sqrt(2.0)
+__all__ = [
+    "FAMILIES",
+    "Calibration",
+    "calibrate",
+    "claim18_laplace_std",
+    "laplace_shift_budget",
+    "max_gamma",
+]
 
 
 @dataclass(frozen=True)
@@ -110,153 +96,28 @@ class Calibration:
         return out
 
 
-# ---------------------------------------------------------------- per family
-def laplace_shift_budget(epsilon: float, gamma: float, delta: float) -> float:
-    """r = 1/scale of the unit Laplace noise with smooth sensitivity, (ε, δ)-DP.
-
-    r = min(ε, (ε−γ)e^γ, ε + γ − (e^γ − 1)·ln(1/δ)), provably safe: with
-    w ~ Lap(1), dilation λ = ln(SS′/SS) and shift s (|s| ≤ r·min(1, e^λ)) the
-    privacy loss is L(w) = −|w| + e^{−λ}|w − s| + λ ≤ (e^{−λ} − 1)|w| + λ + e^{−λ}|s|.
-    For λ ≥ 0 that is ≤ max(r, γ + re^{−γ}) ≤ ε everywhere; for λ = −μ < 0 it
-    exceeds ε only when |w| > (ε − r + μ)/(e^μ − 1), an event of probability
-    ≤ δ at μ = γ (the worst μ), and the hockey-stick divergence is at most that
-    probability.  This replaces Claim 18's r = ε − γ ln(2/δ), which the exact
-    hockey-stick check finds violated (δ_actual = 0.109 > δ = 0.1 at ε = 4,
-    γ = 0.99·ε/ln(2/δ)); for small δ the safe r is also the larger one at
-    small γ.  Non-positive r: γ not admissible.
-    """
-    g = gamma
-    tail = epsilon + g - math.expm1(g) * math.log(1.0 / delta)
-    return min(epsilon, (epsilon - g) * math.exp(g), tail)
-
-
-def claim18_laplace_std(epsilon: float, gamma: float, delta: float) -> float:
-    """Hladík–Tětek Claim 18's std √2/(ε − γ ln(2/δ)) (published; for comparison only).
-
-    ``nan`` where Claim 18 does not apply (γ ≥ ε/ln(2/δ)).
-    """
-    rest = epsilon - gamma * math.log(2.0 / delta)
-    return math.sqrt(2.0) / rest if rest > 0 else math.nan
-
-
-def _laplace_max_gamma(epsilon: float, delta: float) -> float:
-    """Root γ of ε + γ = (e^γ − 1)ln(1/δ), capped at ε (where r reaches 0)."""
-    ell = math.log(1.0 / delta)
-
-    def g(x: float) -> float:
-        return epsilon + x - math.expm1(x) * ell
-
-    hi = 1.0
-    while g(hi) > 0:
-        hi *= 2.0
-    return min(epsilon, brentq(g, 0.0, hi, xtol=1e-15, rtol=1e-15))
-
-
-def _arsinh_dilation_cost(gamma: float, sigma: float) -> float:
-    """The γ-part of the arsinh-normal ε: √(γ(γ/σ² + 1/σ + 2))."""
-    return math.sqrt(gamma * (gamma / sigma**2 + 1.0 / sigma + 2.0))
-
-
-def _unit_scale(family: str, eps: float, gamma: float, delta: float | None, k: float) -> float:
+# ---------------------------------------------------------------- generic search
+def _unit_scale(cls: type, eps: float, gamma: float, delta: float | None, k: Any) -> float:
     """Scale of the unit-SS noise at shape k (inf when not admissible or not representable)."""
     try:
-        return _unit_scale_raw(family, eps, gamma, delta, k)
+        return cls.smooth_unit_scale(eps, gamma, delta, k)
     except OverflowError:
         return math.inf
 
 
-def _unit_scale_raw(family: str, eps: float, gamma: float, delta: float | None, k: float) -> float:
-    if family == "polyplace":
-        return 1.0 / gamma if gamma < eps else math.inf
-    if family == "student_t":
-        rest = eps - gamma * (k + 1.0)
-        return (k + 1.0) / (2.0 * math.sqrt(k) * rest) if rest > 0 else math.inf
-    if family == "cauchy":
-        rest = eps - gamma * (k + 1.0)
-        return (k + 1.0) / rest if rest > 0 else math.inf
-    if family == "laplace":
-        rest = laplace_shift_budget(eps, gamma, delta)
-        return 1.0 / rest if rest > 0 else math.inf
-    if family == "laplace_log_normal":
-        rest = eps - gamma / k
-        return math.exp(1.5 * k * k) / rest if rest > 0 else math.inf
-    if family == "uniform_log_normal":
-        rest = eps - gamma / k
-        coef = math.exp(1.5 * k * k) * math.sqrt(2.0 / (math.pi * k * k))
-        return coef / rest if rest > 0 else math.inf
-    if family == "arsinh_normal":
-        rest = eps - _arsinh_dilation_cost(gamma, k)
-        return (2.0 / (3.0 * k) + k / 2.0) / rest if rest > 0 else math.inf
-    raise AssertionError(family)
-
-
-def _build(family: str, eps: float, gamma: float, delta: float | None, k: float | None):
-    scale = _unit_scale(family, eps, gamma, delta, k if k is not None else 0.0)
+def _build(cls: type, eps: float, gamma: float, delta: float | None, k: Any):
+    scale = _unit_scale(cls, eps, gamma, delta, k)
     if not math.isfinite(scale):
         return None
-    if family == "polyplace":
-        return PolyPlace(1.0 / gamma, eps / gamma)
-    if family == "student_t":
-        return StudentT(k, scale)
-    if family == "cauchy":
-        return GeneralizedCauchy(k, scale)
-    if family == "laplace":
-        return Laplace(scale)
-    if family == "laplace_log_normal":
-        return LaplaceLogNormal(k, scale)
-    if family == "uniform_log_normal":
-        return UniformLogNormal(k, scale)
-    return ArsinhNormal(k, scale)
+    return cls.smooth_noise(eps, gamma, delta, k, scale)
 
 
-def _log_std(family: str, eps: float, gamma: float, delta: float | None, k: float) -> float:
-    """log std of the unit noise at shape k, in closed form (inf where infinite)."""
-    scale = _unit_scale(family, eps, gamma, delta, k)
+def _log_std(cls: type, eps: float, gamma: float, delta: float | None, k: float) -> float:
+    """log std of the unit noise at shape k (inf where infinite or not admissible)."""
+    scale = _unit_scale(cls, eps, gamma, delta, k)
     if not math.isfinite(scale) or scale <= 0:
         return math.inf
-    if family == "student_t":
-        return math.log(scale) + 0.5 * math.log(k / (k - 2.0)) if k > 2 else math.inf
-    if family == "cauchy":
-        if k <= 3:
-            return math.inf
-        return math.log(scale) + 0.5 * math.log(math.sin(math.pi / k) / math.sin(3 * math.pi / k))
-    if family == "laplace_log_normal":
-        return math.log(scale) + 0.5 * math.log(2.0) + k * k
-    if family == "uniform_log_normal":
-        return math.log(scale) + k * k - 0.5 * math.log(3.0)
-    if family == "arsinh_normal":
-        x = 2 * k * k  # log((e^x − 1)/x) without overflow
-        log_var = x + math.log(-math.expm1(-x)) - math.log(x)
-        return math.log(scale) + 0.5 * log_var
-    raise AssertionError(family)
-
-
-def _shape_interval(
-    family: str, eps: float, gamma: float, delta: float | None, finite_std: bool
-) -> tuple[float, float]:
-    """Open interval of privacy-admissible shapes (restricted to finite std if asked)."""
-    if family == "student_t":
-        return (2.0 if finite_std else 0.0), eps / gamma - 1.0
-    if family == "cauchy":
-        return (3.0 if finite_std else 1.0), eps / gamma - 1.0
-    if family == "laplace_log_normal":
-        return gamma / eps, gamma / eps + 6.0
-    if family == "uniform_log_normal":
-        return max(_SQRT2, gamma / eps), max(_SQRT2, gamma / eps) + 6.0
-    if family == "arsinh_normal":
-        lo = _arsinh_sigma_min(eps, gamma)
-        return lo, lo + 8.0
-    raise AssertionError(family)
-
-
-def _arsinh_sigma_min(eps: float, gamma: float) -> float:
-    """Infimum of the σ with √(γ(γ/σ² + 1/σ + 2)) < ε (inf when none: 2γ ≥ ε²)."""
-    if 2.0 * gamma >= eps * eps:
-        return math.inf
-    # γ/σ² + 1/σ + 2 − ε²/γ = 0 is a quadratic in 1/σ: take its positive root.
-    c = 2.0 - eps * eps / gamma
-    inv = (-1.0 + math.sqrt(1.0 - 4.0 * gamma * c)) / (2.0 * gamma)
-    return 1.0 / inv if inv > 0 else math.inf
+    return cls.smooth_log_std(scale, k)
 
 
 def _minimise(f: Callable[[float], float], lo: float, hi: float, closed_lo: bool = False) -> float:
@@ -277,48 +138,54 @@ def _minimise(f: Callable[[float], float], lo: float, hi: float, closed_lo: bool
     return float(res.x) if res.fun < vals[i] else float(grid[i])
 
 
-def _iqr_log(family: str, eps: float, gamma: float, delta: float | None, k: float) -> float:
-    noise = _build(family, eps, gamma, delta, k)
+def _iqr_log(cls: type, eps: float, gamma: float, delta: float | None, k: float) -> float:
+    noise = _build(cls, eps, gamma, delta, k)
     if noise is None:
         return math.inf
     return math.log(float(noise.ppf(0.75)))
 
 
+def _best_shape(cls: type, eps: float, gamma: float, delta: float | None) -> float:
+    lo, hi = cls.smooth_shape_interval(eps, gamma, delta, True)
+    if lo < hi:
+        closed = cls.smooth_shape_closed_below(eps, gamma, lo)
+        k = _minimise(lambda v: _log_std(cls, eps, gamma, delta, v), lo, hi, closed)
+        if math.isfinite(k):
+            return k
+    # No shape with finite std: minimise the interquartile range instead.
+    lo, hi = cls.smooth_shape_interval(eps, gamma, delta, False)
+    return _minimise(lambda v: _iqr_log(cls, eps, gamma, delta, v), lo, hi)
+
+
 # ---------------------------------------------------------------- public API
-def _family(family: Any) -> str:
-    if family not in FAMILIES:
+def _family(family: Any) -> type[NoiseDistribution]:
+    """The registered class of a family with a smooth calibration (ValueError otherwise)."""
+    if not isinstance(family, str) or family not in FAMILIES:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}; got {family!r}")
-    return family
+    return family_class(family)
 
 
-def _shape_arg(family: str, shape: dict[str, Any]) -> float | None:
-    name = _SHAPE_NAME[family]
-    given = {_ALIASES.get(k, k): v for k, v in shape.items()}
+def _shape_arg(cls: type, shape: dict[str, Any]) -> float | None:
+    name = cls.shape_name
+    aliases: dict[str, str] = {}
+    for other in registered_families():
+        aliases.update(other.shape_aliases)
+    given = {aliases.get(k, k): v for k, v in shape.items()}
     allowed = {name} if name else set()
     extra = set(given) - allowed
     if extra:
         what = f"the shape parameter {name!r}" if name else "no shape parameter"
-        raise ValueError(f"family {family!r} takes {what}; got {sorted(extra)}")
+        raise ValueError(f"family {cls.family!r} takes {what}; got {sorted(extra)}")
     if name is None or name not in given:
         return None
-    k = given[name]
-    if family == "student_t":
-        return _validate.finite_positive(k, "df")
-    if family == "cauchy":
-        return _validate.in_open_interval(k, "power", 1.0, math.inf)
-    if family == "uniform_log_normal":
-        v = _validate.finite_positive(k, "sigma")
-        if v < _SQRT2:
-            raise ValueError(f"sigma must be >= sqrt(2) for uniform_log_normal, got {k!r}")
-        return v
-    return _validate.finite_positive(k, "sigma")
+    return cls.validate_shape(given[name])
 
 
-def _delta_arg(family: str, delta: Any) -> float | None:
-    if family == "laplace":
+def _delta_arg(cls: type, delta: Any) -> float | None:
+    if cls.requires_delta:
         if delta is None:
             raise ValueError(
-                "family 'laplace' with smooth sensitivity gives (epsilon, delta)-DP: "
+                f"family {cls.family!r} with smooth sensitivity gives (epsilon, delta)-DP: "
                 "pass delta in (0, 1)"
             )
         return _validate.delta(delta, allow_zero=False)
@@ -342,33 +209,13 @@ def max_gamma(
     PolyPlace ε/2, Student t ε/3, Cauchy ε/4 (or ε/(d+1), ε/(c+1) for a
     fixed shape with finite variance, 0 when the shape's variance is infinite);
     the other families have finite std wherever they are admissible.
+    Each family's class computes its own bound (``smooth_max_gamma``).
     """
-    family = _family(family)
+    cls = _family(family)
     eps = _validate.epsilon(epsilon)
-    delta_v = _delta_arg(family, delta)
-    k = _shape_arg(family, dict(shape))
-    if family == "polyplace":
-        return eps / 2.0 if finite_std else eps
-    if family == "laplace":
-        return _laplace_max_gamma(eps, delta_v)
-    if family in ("student_t", "cauchy"):
-        var_min = 2.0 if family == "student_t" else 3.0
-        if k is None:
-            return (
-                eps / (var_min + 1.0)
-                if finite_std
-                else eps / (1.0 if family == "student_t" else 2.0)
-            )
-        if finite_std and k <= var_min:
-            return 0.0
-        return eps / (k + 1.0)
-    if family in ("laplace_log_normal", "uniform_log_normal"):
-        return math.inf if k is None else eps * k
-    # arsinh_normal: γ(γ/σ² + 1/σ + 2) = ε² is a quadratic in γ.
-    if k is None:
-        return eps * eps / 2.0
-    a, b = 1.0 / k**2, 1.0 / k + 2.0
-    return (-b + math.sqrt(b * b + 4.0 * a * eps * eps)) / (2.0 * a)
+    delta_v = _delta_arg(cls, delta)
+    k = _shape_arg(cls, dict(shape))
+    return cls.smooth_max_gamma(eps, delta_v, k, finite_std)
 
 
 def calibrate(
@@ -380,35 +227,28 @@ def calibrate(
     log-normal and arsinh families); when omitted the std-minimising shape is
     chosen.  Raises ValueError when γ is outside (0, max_gamma).
     """
-    family = _family(family)
+    cls = _family(family)
     eps = _validate.epsilon(epsilon)
-    delta_v = _delta_arg(family, delta)
-    k = _shape_arg(family, dict(shape))
+    delta_v = _delta_arg(cls, delta)
+    k = _shape_arg(cls, dict(shape))
     g = _validate.finite_positive(gamma, "gamma")
-    bound = max_gamma(family, eps, delta_v, **({_SHAPE_NAME[family]: k} if k is not None else {}))
+    name = cls.shape_name
+    bound = cls.smooth_max_gamma(eps, delta_v, k, False)
     if not g < bound:
         raise ValueError(
             f"gamma must be in (0, {bound:g}) for family {family!r} at epsilon={eps:g}"
             + (f", delta={delta_v:g}" if delta_v is not None else "")
-            + (f", {_SHAPE_NAME[family]}={k:g}" if k is not None else "")
+            + (f", {name}={k:g}" if k is not None else "")
             + f"; got {gamma!r}"
         )
-    name = _SHAPE_NAME[family]
     if name is not None and k is None:
-        k = _best_shape(family, eps, g, delta_v)
-    noise = _build(family, eps, g, delta_v, k)
+        k = _best_shape(cls, eps, g, delta_v)
+    noise = _build(cls, eps, g, delta_v, k)
     if noise is None or not math.isfinite(noise.scale):
         raise ValueError(
             f"gamma={g:g} is admissible for {family!r} at epsilon={eps:g} only with a noise "
             "scale beyond floating point; choose a smaller gamma"
         )
-    guarantee: Guarantee
-    if family in ("laplace_log_normal", "uniform_log_normal", "arsinh_normal"):
-        guarantee = ZCDP(eps * eps / 2.0)
-    elif family == "laplace":
-        guarantee = ApproxDP(eps, delta_v)
-    else:
-        guarantee = PureDP(eps)
     return Calibration(
         family=family,
         epsilon=eps,
@@ -416,18 +256,5 @@ def calibrate(
         delta=delta_v,
         shape={name: k} if name is not None else {},
         noise=noise,
-        guarantee=guarantee,
+        guarantee=cls.smooth_guarantee(eps, delta_v),
     )
-
-
-def _best_shape(family: str, eps: float, gamma: float, delta: float | None) -> float:
-    lo, hi = _shape_interval(family, eps, gamma, delta, finite_std=True)
-    if lo < hi:
-        # ULN's σ ≥ √2 is a closed constraint (and its std increases with σ there).
-        closed = family == "uniform_log_normal" and lo == _SQRT2 and gamma / eps < _SQRT2
-        k = _minimise(lambda v: _log_std(family, eps, gamma, delta, v), lo, hi, closed)
-        if math.isfinite(k):
-            return k
-    # No shape with finite std: minimise the interquartile range instead.
-    lo, hi = _shape_interval(family, eps, gamma, delta, finite_std=False)
-    return _minimise(lambda v: _iqr_log(family, eps, gamma, delta, v), lo, hi)

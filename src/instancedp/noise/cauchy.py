@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 import numpy as np
+from flint import arb
 from scipy import special
 
 from .. import _validate
@@ -64,10 +65,28 @@ def polish_tail_root(log_u, target, log_tail, log_density_u, steps: int = 3):
     return log_u
 
 
+def polynomial_tail_max_gamma(
+    epsilon: float, shape: float | None, finite_std: bool, var_min: float, free: float
+) -> float:
+    """Supremum of γ for a calibration ε − γ(k+1) > 0 at shape k (Cauchy power c, Student
+    t's d): ε/(k+1); with k free, ``free``·ε (k → its infimum) or, for finite std,
+    ε/(var_min+1); 0 for a fixed k whose variance is infinite (k ≤ var_min)."""
+    if shape is None:
+        return epsilon / (var_min + 1.0) if finite_std else free * epsilon
+    if finite_std and shape <= var_min:
+        return 0.0
+    return epsilon / (shape + 1.0)
+
+
 class GeneralizedCauchy(NoiseDistribution):
     """Density c·sin(π/c)/(2π·scale) / (1 + |x/scale|^c), c = ``power`` > 1."""
 
     family = "cauchy"
+    shape_name = "power"
+    shape_aliases = {"c": "power"}
+    default_gamma_fraction = 0.2
+    default_gamma_ceiling = 0.2
+    exact_route = "cdf"
 
     def __init__(self, power: float, scale: float = 1.0) -> None:
         self.power = _validate.in_open_interval(power, "power", 1.0, math.inf)
@@ -160,3 +179,51 @@ class GeneralizedCauchy(NoiseDistribution):
 
     def with_scale(self, scale: float) -> GeneralizedCauchy:
         return GeneralizedCauchy(self.power, scale)
+
+    # ---- smooth sensitivity (NRS 2007 Lemma 2.7; Hladík–Tětek Claim 16), pure ε-DP:
+    # loss ≤ (|λ_r| + |λ_s|)(c+1) ⇒ scale (c+1)/(ε − γ(c+1)), γ < ε/(c+1)
+    @classmethod
+    def validate_shape(cls, value):
+        return _validate.in_open_interval(value, "power", 1.0, math.inf)
+
+    @classmethod
+    def smooth_unit_scale(cls, epsilon, gamma, delta, shape):
+        k = shape
+        rest = epsilon - gamma * (k + 1.0)
+        return (k + 1.0) / rest if rest > 0 else math.inf
+
+    @classmethod
+    def smooth_log_std(cls, scale, shape):
+        k = shape
+        if k <= 3:
+            return math.inf
+        return math.log(scale) + 0.5 * math.log(math.sin(math.pi / k) / math.sin(3 * math.pi / k))
+
+    @classmethod
+    def smooth_shape_interval(cls, epsilon, gamma, delta, finite_std):
+        return (3.0 if finite_std else 1.0), epsilon / gamma - 1.0
+
+    @classmethod
+    def smooth_max_gamma(cls, epsilon, delta, shape, finite_std):
+        return polynomial_tail_max_gamma(epsilon, shape, finite_std, 3.0, 0.5)  # c → 1
+
+    # ---- exact sampling: P(Z > t) = ½·I_{1/(1+t^c)}(1 − 1/c, 1/c)
+    def exact_params(self) -> tuple[float, ...]:
+        return (float(self.power),)
+
+    @classmethod
+    def exact_sf(cls, t, params):
+        c = arb(params[0])
+        inv_c = 1 / c
+        x = 1 / (1 + t**c)
+        return x.beta_lower(1 - inv_c, inv_c, regularized=True) * 0.5
+
+    @classmethod
+    def exact_ppf_guess(cls, params, p, c):
+        (pw,) = params
+        if abs(c) < 0.25:  # mass of [0, t] is ½·I_{t^c/(1+t^c)}(1/c, 1 − 1/c) = |c|
+            x = float(special.betaincinv(1.0 / pw, 1.0 - 1.0 / pw, 2.0 * abs(c)))
+            return (x / (1.0 - x)) ** (1.0 / pw) if x < 1.0 else math.inf
+        # P(Z > t) = ½·I_{1/(1+t^c)}(1 − 1/c, 1/c) = p
+        y = float(special.betaincinv(1.0 - 1.0 / pw, 1.0 / pw, 2.0 * p))
+        return math.exp((math.log1p(-y) - math.log(y)) / pw) if y > 0.0 else math.inf

@@ -70,22 +70,14 @@ import math
 import struct
 from decimal import Decimal
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from flint import arb, ctx
-from scipy import special
 
 from .. import _validate
 from ..random import RandomSource, resolve
-from .base import NoiseDistribution
-from .cauchy import GeneralizedCauchy
-from .gaussian import Gaussian
-from .laplace import Laplace
-from .lognormal import ArsinhNormal, LaplaceLogNormal, UniformLogNormal
-from .polyplace import PolyPlace
-from .student_t import StudentT
+from .base import NoiseDistribution, RegistryView, family_class
 
 __all__ = [
     "SUPPORTED_FAMILIES",
@@ -101,16 +93,8 @@ __all__ = [
     "work_count",
 ]
 
-SUPPORTED_FAMILIES: tuple[type[NoiseDistribution], ...] = (
-    Laplace,
-    Gaussian,
-    GeneralizedCauchy,
-    StudentT,
-    LaplaceLogNormal,
-    UniformLogNormal,
-    ArsinhNormal,
-    PolyPlace,
-)
+# Every registered family with exact-sampling hooks (a live view of the registry).
+SUPPORTED_FAMILIES: Any = RegistryView(lambda c: c.exact_route is not None, lambda c: c)
 
 _START_PREC = 96  # working bits; always ≥ digits of U + 32
 _MAX_PREC = 1 << 15  # beyond this something is wrong (never reached in practice)
@@ -252,88 +236,8 @@ def _locate(cells: Any, lo: arb, hi: arb) -> int | None:
 
 
 # ---------------------------------------------------------------------------
-# Unit survival functions sf(t) = P(Z > t) for a ball t > 0, in arb.
+# Unit CDFs from the family's survival function sf(t) = P(Z > t), t > 0 (arb).
 # ---------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=64)
-def _consts(name: str, params: tuple[float, ...], prec: int) -> tuple[arb, ...]:
-    """Per-family arb constants, cached per working precision."""
-    old = ctx.prec
-    ctx.prec = prec
-    try:
-        if name == "gaussian":
-            return (arb(0.5).sqrt(),)  # 1/√2
-        if name == "polyplace":
-            (alpha,) = params
-            a = arb(alpha)
-            # Hladík–Tětek Def. 6 at s = 1 (FORMULAS.md §2): N = α/(2(2((α−1)/α)^α + α − 1)).
-            n1 = a / (2 * (2 * ((a - 1) / a) ** a + a - 1))
-            body = n1 * (a - 1) / a  # mass of [0, u] is body·(1 − (1−u)^α) for u < 1/α
-            tail = n1 * (a + 1) / a * (1 - 1 / (a * a)) ** a  # P(Z > u) = tail·(1+u)^−α
-            return a, 1 / a, body, tail
-        if name == "student_t":
-            (d,) = params
-            return arb(d), arb(d) / 2
-        if name == "cauchy":
-            (c,) = params
-            inv_c = 1 / arb(c)
-            return arb(c), 1 - inv_c, inv_c
-        if name == "arsinh_normal":
-            (s,) = params
-            s = arb(s)
-            return s, arb(0.5).sqrt() / s
-        raise KeyError(name)  # pragma: no cover
-    finally:
-        ctx.prec = old
-
-
-def _sf_laplace(t: arb, params: tuple[float, ...]) -> arb:
-    return (-t).exp() * 0.5
-
-
-def _sf_gaussian(t: arb, params: tuple[float, ...]) -> arb:
-    (inv_sqrt2,) = _consts("gaussian", (), ctx.prec)
-    return (t * inv_sqrt2).erfc() * 0.5
-
-
-def _sf_polyplace(t: arb, params: tuple[float, ...]) -> arb:
-    # Hladík–Tětek Def. 6, CDF in closed form (FORMULAS.md §2).
-    a, inv_a, body, tail = _consts("polyplace", params, ctx.prec)
-
-    def body_sf(u: arb) -> arb:
-        return 0.5 - body * (1 - (1 - u) ** a)
-
-    def tail_sf(u: arb) -> arb:
-        return tail * (1 + u) ** (-a)
-
-    if t < inv_a:
-        return body_sf(t)
-    if t >= inv_a:
-        return tail_sf(t)
-    # The ball straddles the branch point 1/α < 1: both formulas are analytic on
-    # it and each encloses sf on its side, so their union encloses sf.
-    return body_sf(t).union(tail_sf(t))
-
-
-def _sf_student_t(t: arb, params: tuple[float, ...]) -> arb:
-    # P(T > t) = ½·I_{d/(d+t²)}(d/2, ½) (Abramowitz–Stegun 26.7.1).
-    d, half_d = _consts("student_t", params, ctx.prec)
-    x = d / (d + t * t)
-    return x.beta_lower(half_d, 0.5, regularized=True) * 0.5
-
-
-def _sf_cauchy(t: arb, params: tuple[float, ...]) -> arb:
-    # Density ∝ 1/(1+t^c): P(Z > t) = ½·I_{1/(1+t^c)}(1 − 1/c, 1/c).
-    c, one_minus_inv_c, inv_c = _consts("cauchy", params, ctx.prec)
-    x = 1 / (1 + t**c)
-    return x.beta_lower(one_minus_inv_c, inv_c, regularized=True) * 0.5
-
-
-def _sf_arsinh(t: arb, params: tuple[float, ...]) -> arb:
-    # Y = arsinh(σZ)/σ is standard normal (Bun–Steinke 2019).
-    s, inv_s_sqrt2 = _consts("arsinh_normal", params, ctx.prec)
-    return ((s * t).asinh() * inv_s_sqrt2).erfc() * 0.5
 
 
 def _cdf(sf: Any, params: tuple[float, ...], z: arb) -> arb:
@@ -349,92 +253,33 @@ def _cdf(sf: Any, params: tuple[float, ...], z: arb) -> arb:
     return f_lo.union(f_hi)
 
 
-# ---------------------------------------------------------------------------
-# Fast float guesses of the unit quantile (only a starting point).
-# ---------------------------------------------------------------------------
+def _ppf_guess(cls: type, params: tuple[float, ...], p: float, c: float) -> float:
+    """Unit quantile at U = ½ + c, in floats (p = min(U, 1 − U) = ½ − |c|): the family's
+    guess of |F⁻¹(U)| (``exact_ppf_guess``) with the sign of c.  Only a starting point."""
+    return math.copysign(cls.exact_ppf_guess(params, p, c), c)
 
 
-@lru_cache(maxsize=64)
-def _polyplace_float_consts(a: float) -> tuple[float, float]:
-    _, _, body, tail = _consts("polyplace", (a,), 64)
-    return float(body.mid()), float(tail.mid())
+class _SurvivalFunctions:
+    """``_SF[name]``: the unit survival function of a registered family, in arb."""
+
+    def __getitem__(self, name: str) -> Any:
+        return family_class(name).exact_sf
 
 
-def _ppf_guess(name: str, params: tuple[float, ...], p: float, c: float) -> float:
-    """Unit quantile at U = ½ + c, in floats; p = min(U, 1 − U) = ½ − |c|.
-
-    Near the centre the formulas use |c| (known to full relative precision),
-    in the tails p, so that the guess is within a few cells of the answer.
-    """
-    a = abs(c)
-    central = a < 0.25
-    if name == "laplace":
-        z = -math.log1p(-2.0 * a) if central else -math.log(2.0 * p)
-    elif name == "gaussian":
-        z = math.sqrt(2.0) * float(special.erfinv(2.0 * a)) if central else -float(special.ndtri(p))
-    elif name == "polyplace":
-        (alpha,) = params
-        body, tail = _polyplace_float_consts(alpha)
-        if p <= tail * math.exp(-alpha * math.log1p(1.0 / alpha)):
-            z = math.expm1(-(math.log(p) - math.log(tail)) / alpha)
-        else:  # body: mass of [0, z] is body·(1 − (1 − z)^α) = |c|
-            z = -math.expm1(math.log1p(-a / body) / alpha)
-    elif name == "student_t":
-        (d,) = params
-        if central:  # P(|T| ≤ t) = I_{t²/(d+t²)}(½, d/2) = 2|c|
-            x = float(special.betaincinv(0.5, d / 2.0, 2.0 * a))
-            z = math.sqrt(d * x / (1.0 - x)) if x < 1.0 else math.inf
-        else:
-            z = -float(special.stdtrit(d, p))
-    elif name == "cauchy":
-        (pw,) = params
-        if central:  # mass of [0, t] is ½·I_{t^c/(1+t^c)}(1/c, 1 − 1/c) = |c|
-            x = float(special.betaincinv(1.0 / pw, 1.0 - 1.0 / pw, 2.0 * a))
-            z = (x / (1.0 - x)) ** (1.0 / pw) if x < 1.0 else math.inf
-        else:  # P(Z > t) = ½·I_{1/(1+t^c)}(1 − 1/c, 1/c) = p
-            y = float(special.betaincinv(1.0 - 1.0 / pw, 1.0 / pw, 2.0 * p))
-            z = math.exp((math.log1p(-y) - math.log(y)) / pw) if y > 0.0 else math.inf
-    elif name == "arsinh_normal":
-        (sg,) = params
-        yn = (
-            math.sqrt(2.0) * float(special.erfinv(2.0 * a)) if central else -float(special.ndtri(p))
-        )
-        z = math.sinh(sg * yn) / sg
-    else:  # pragma: no cover
-        raise KeyError(name)
-    return math.copysign(z, c)
-
-
-_SF = {
-    "laplace": _sf_laplace,
-    "gaussian": _sf_gaussian,
-    "polyplace": _sf_polyplace,
-    "student_t": _sf_student_t,
-    "cauchy": _sf_cauchy,
-    "arsinh_normal": _sf_arsinh,
-}
+_SF = _SurvivalFunctions()
 
 
 def _family(noise: Any) -> tuple[str, tuple[float, ...], str]:
-    """(name, unit shape parameters, route) for a supported noise instance."""
-    if isinstance(noise, Laplace):
-        return "laplace", (), "cdf"
-    if isinstance(noise, Gaussian):
-        return "gaussian", (), "cdf"
-    if isinstance(noise, PolyPlace):
-        return "polyplace", (float(noise.shape),), "cdf"
-    if isinstance(noise, StudentT):
-        return "student_t", (float(noise.df),), "cdf"
-    if isinstance(noise, GeneralizedCauchy):
-        return "cauchy", (float(noise.power),), "cdf"
-    if isinstance(noise, ArsinhNormal):
-        return "arsinh_normal", (float(noise.sigma),), "cdf"
-    if isinstance(noise, LaplaceLogNormal):
-        return "laplace_log_normal", (float(noise.sigma),), "product"
-    if isinstance(noise, UniformLogNormal):
-        return "uniform_log_normal", (float(noise.sigma),), "product"
-    names = ", ".join(f.__name__ for f in SUPPORTED_FAMILIES)
-    raise ValueError(f"noise must be an instance of one of {names}; got {type(noise).__name__}")
+    """(name, unit shape parameters, route) for an instance of a registered family."""
+    cls = type(noise)
+    try:
+        ok = cls.exact_route is not None and cls is family_class(cls.family)
+    except (AttributeError, KeyError):
+        ok = False
+    if not isinstance(noise, NoiseDistribution) or not ok:
+        names = ", ".join(f.__name__ for f in SUPPORTED_FAMILIES)
+        raise ValueError(f"noise must be an instance of one of {names}; got {cls.__name__}")
+    return cls.family, tuple(noise.exact_params()), cls.exact_route
 
 
 # ---------------------------------------------------------------------------
@@ -469,6 +314,7 @@ def _sample_cdf(
 ) -> int:
     """Largest key with F((boundary(key) − center)/S) ≤ U: the cell holding center + S·F⁻¹(U)."""
     sf = _SF[name]
+    cls = family_class(name)
     u = _LazyUniform(source)
     prec = _START_PREC
 
@@ -504,7 +350,7 @@ def _sample_cdf(
     # First guess in floats; any error only costs search steps.
     p, c = u.guess()
     try:
-        z = _ppf_guess(name, params, p, c)
+        z = _ppf_guess(cls, params, p, c)
     except (ValueError, OverflowError, ZeroDivisionError):
         z = 0.0
     with np.errstate(all="ignore"):
@@ -564,6 +410,7 @@ def _sample_product(
 ) -> int:
     """Cell of center + S·(±|X|·e^{σY}) refined from lazy uniforms (Bun–Steinke 2019)."""
     (sigma,) = params
+    factor = family_class(name).exact_abs_factor
     negative = source.random_bytes(1)[0] & 1
     v, w = _LazyUniform(source), _LazyUniform(source)
     prec = _START_PREC
@@ -572,10 +419,7 @@ def _sample_product(
         s = arb(sigma)
         top = 1 << w.k
         if v.m > 0 and w.m > 0 and w.m + 1 < top:
-            if name == "laplace_log_normal":  # |X| = −ln V ~ Exp(1)
-                x_lo, x_hi = -(v.upper().log()), -(v.lower().log())
-            else:  # |X| = V ~ U(0, 1)
-                x_lo, x_hi = v.lower(), v.upper()
+            x_lo, x_hi = factor(v.lower(), v.upper())  # |X| from V (the family's law)
             z_lo = x_lo * (s * _norm_ppf(w.m, w.k)).exp()
             z_hi = x_hi * (s * _norm_ppf(w.m + 1, w.k)).exp()
             if negative:

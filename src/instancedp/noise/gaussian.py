@@ -7,9 +7,11 @@ calibration, see ``instancedp.mechanisms.global_noise``).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from flint import arb, ctx
 from scipy import special
 
 from .. import _validate
@@ -19,10 +21,22 @@ from .base import NoiseDistribution
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
+@lru_cache(maxsize=16)
+def _inv_sqrt2(prec: int) -> arb:
+    """1/√2 as a ball at ``prec`` bits (cached per working precision)."""
+    old = ctx.prec
+    ctx.prec = prec
+    try:
+        return arb(0.5).sqrt()
+    finally:
+        ctx.prec = old
+
+
 class Gaussian(NoiseDistribution):
     """N(0, sigma²); ``scale`` is the standard deviation sigma."""
 
     family = "gaussian"
+    exact_route = "cdf"
 
     def __init__(self, sigma: float = 1.0) -> None:
         self.sigma = _validate.finite_positive(sigma, "sigma")
@@ -54,3 +68,15 @@ class Gaussian(NoiseDistribution):
 
     def with_scale(self, scale: float) -> Gaussian:
         return Gaussian(scale)
+
+    # ---- exact sampling: sf(t) = ½·erfc(t/√2)
+    @classmethod
+    def exact_sf(cls, t, params):
+        return (t * _inv_sqrt2(ctx.prec)).erfc() * 0.5
+
+    @classmethod
+    def exact_ppf_guess(cls, params, p, c):
+        a = abs(c)
+        if a < 0.25:
+            return math.sqrt(2.0) * float(special.erfinv(2.0 * a))
+        return -float(special.ndtri(p))

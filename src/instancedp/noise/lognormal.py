@@ -31,6 +31,7 @@ from abc import abstractmethod
 from typing import Any
 
 import numpy as np
+from flint import arb
 from scipy import special
 
 from .. import _validate
@@ -38,6 +39,29 @@ from ..random import as_generator
 from .base import NoiseDistribution
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+_SQRT2 = math.sqrt(2.0)
+
+
+def _zcdp(epsilon: float) -> Any:
+    """½ε²-CDP, the guarantee of the three Bun–Steinke families."""
+    from ..privacy import ZCDP
+
+    return ZCDP(epsilon * epsilon / 2.0)
+
+
+def _arsinh_dilation_cost(gamma: float, sigma: float) -> float:
+    """The γ-part of the arsinh-normal ε: √(γ(γ/σ² + 1/σ + 2))."""
+    return math.sqrt(gamma * (gamma / sigma**2 + 1.0 / sigma + 2.0))
+
+
+def _arsinh_sigma_min(eps: float, gamma: float) -> float:
+    """Infimum of the σ with √(γ(γ/σ² + 1/σ + 2)) < ε (inf when none: 2γ ≥ ε²)."""
+    if 2.0 * gamma >= eps * eps:
+        return math.inf
+    # γ/σ² + 1/σ + 2 − ε²/γ = 0 is a quadratic in 1/σ: take its positive root.
+    c = 2.0 - eps * eps / gamma
+    inv = (-1.0 + math.sqrt(1.0 - 4.0 * gamma * c)) / (2.0 * gamma)
+    return 1.0 / inv if inv > 0 else math.inf
 
 
 def _exp(x: float) -> float:
@@ -151,6 +175,19 @@ class _SymmetricFromTail(NoiseDistribution):
 
     sigma: float
 
+    def exact_params(self) -> tuple[float, ...]:
+        return (float(self.sigma),)
+
+    # Both Bun–Steinke product laws Z = X·e^{σY} pay γ/σ for dilation: ε = γ/σ + c(σ)·s,
+    # so γ < ε·σ (any γ with σ free), and the guarantee is ½ε²-CDP.
+    @classmethod
+    def smooth_max_gamma(cls, epsilon, delta, shape, finite_std):
+        return math.inf if shape is None else epsilon * shape
+
+    @classmethod
+    def smooth_guarantee(cls, epsilon, delta):
+        return _zcdp(epsilon)
+
     @abstractmethod
     def _log_tail_abs(self, a: np.ndarray) -> np.ndarray:
         """log P(|Z/scale| > a)."""
@@ -174,6 +211,10 @@ class LaplaceLogNormal(_SymmetricFromTail):
     """scale·X·e^{σY}, X ~ Lap(1), Y ~ N(0, 1) (Bun–Steinke 2019; seed 003 Prop. 15.1)."""
 
     family = "laplace_log_normal"
+    shape_name = "sigma"
+    default_gamma_fraction = 0.25
+    default_gamma_ceiling = 0.45
+    exact_route = "product"
 
     def __init__(self, sigma: float, scale: float = 1.0) -> None:
         self.sigma = _validate.finite_positive(sigma, "sigma")
@@ -205,11 +246,34 @@ class LaplaceLogNormal(_SymmetricFromTail):
     def with_scale(self, scale: float) -> LaplaceLogNormal:
         return LaplaceLogNormal(self.sigma, scale)
 
+    # ---- smooth sensitivity (Bun–Steinke 2019): ε = γ/σ + e^{3σ²/2}·s, ½ε²-CDP
+    @classmethod
+    def smooth_unit_scale(cls, epsilon, gamma, delta, shape):
+        rest = epsilon - gamma / shape
+        return math.exp(1.5 * shape * shape) / rest if rest > 0 else math.inf
+
+    @classmethod
+    def smooth_log_std(cls, scale, shape):
+        return math.log(scale) + 0.5 * math.log(2.0) + shape * shape
+
+    @classmethod
+    def smooth_shape_interval(cls, epsilon, gamma, delta, finite_std):
+        return gamma / epsilon, gamma / epsilon + 6.0
+
+    # ---- exact sampling: |X| = −ln V ~ Exp(1)
+    @classmethod
+    def exact_abs_factor(cls, v_lower, v_upper):
+        return -(v_upper.log()), -(v_lower.log())
+
 
 class UniformLogNormal(_SymmetricFromTail):
     """scale·U·e^{σY}, U ~ Uniform[−1, 1], Y ~ N(0, 1) (Bun–Steinke 2019)."""
 
     family = "uniform_log_normal"
+    shape_name = "sigma"
+    default_gamma_fraction = 0.6
+    default_gamma_ceiling = 0.9
+    exact_route = "product"
 
     def __init__(self, sigma: float, scale: float = 1.0) -> None:
         self.sigma = _validate.finite_positive(sigma, "sigma")
@@ -253,11 +317,49 @@ class UniformLogNormal(_SymmetricFromTail):
     def with_scale(self, scale: float) -> UniformLogNormal:
         return UniformLogNormal(self.sigma, scale)
 
+    # ---- smooth sensitivity (Bun–Steinke 2019), σ ≥ √2:
+    # ε = γ/σ + e^{3σ²/2}·√(2/(πσ²))·s, ½ε²-CDP
+    @classmethod
+    def validate_shape(cls, value):
+        v = _validate.finite_positive(value, "sigma")
+        if v < _SQRT2:
+            raise ValueError(f"sigma must be >= sqrt(2) for uniform_log_normal, got {value!r}")
+        return v
+
+    @classmethod
+    def smooth_unit_scale(cls, epsilon, gamma, delta, shape):
+        k = shape
+        rest = epsilon - gamma / k
+        coef = math.exp(1.5 * k * k) * math.sqrt(2.0 / (math.pi * k * k))
+        return coef / rest if rest > 0 else math.inf
+
+    @classmethod
+    def smooth_log_std(cls, scale, shape):
+        return math.log(scale) + shape * shape - 0.5 * math.log(3.0)
+
+    @classmethod
+    def smooth_shape_interval(cls, epsilon, gamma, delta, finite_std):
+        return max(_SQRT2, gamma / epsilon), max(_SQRT2, gamma / epsilon) + 6.0
+
+    @classmethod
+    def smooth_shape_closed_below(cls, epsilon, gamma, low):
+        # σ ≥ √2 is a closed constraint (and the std increases with σ there).
+        return low == _SQRT2 and gamma / epsilon < _SQRT2
+
+    # ---- exact sampling: |X| = V ~ U(0, 1)
+    @classmethod
+    def exact_abs_factor(cls, v_lower, v_upper):
+        return v_lower, v_upper
+
 
 class ArsinhNormal(NoiseDistribution):
     """scale·sinh(σY)/σ, Y ~ N(0, 1) (Bun–Steinke 2019)."""
 
     family = "arsinh_normal"
+    shape_name = "sigma"
+    default_gamma_fraction = 0.3
+    default_gamma_ceiling = 0.3
+    exact_route = "cdf"
 
     def __init__(self, sigma: float, scale: float = 1.0) -> None:
         self.sigma = _validate.finite_positive(sigma, "sigma")
@@ -299,3 +401,54 @@ class ArsinhNormal(NoiseDistribution):
 
     def with_scale(self, scale: float) -> ArsinhNormal:
         return ArsinhNormal(self.sigma, scale)
+
+    # ---- smooth sensitivity (Bun–Steinke 2019): ε = (2/(3σ) + σ/2)·s + √(γ(γ/σ² + 1/σ + 2)),
+    # ½ε²-CDP
+    @classmethod
+    def smooth_unit_scale(cls, epsilon, gamma, delta, shape):
+        k = shape
+        rest = epsilon - _arsinh_dilation_cost(gamma, k)
+        return (2.0 / (3.0 * k) + k / 2.0) / rest if rest > 0 else math.inf
+
+    @classmethod
+    def smooth_log_std(cls, scale, shape):
+        x = 2 * shape * shape  # log((e^x − 1)/x) without overflow
+        log_var = x + math.log(-math.expm1(-x)) - math.log(x)
+        return math.log(scale) + 0.5 * log_var
+
+    @classmethod
+    def smooth_shape_interval(cls, epsilon, gamma, delta, finite_std):
+        lo = _arsinh_sigma_min(epsilon, gamma)
+        return lo, lo + 8.0
+
+    @classmethod
+    def smooth_max_gamma(cls, epsilon, delta, shape, finite_std):
+        # γ(γ/σ² + 1/σ + 2) = ε² is a quadratic in γ.
+        if shape is None:
+            return epsilon * epsilon / 2.0
+        a, b = 1.0 / shape**2, 1.0 / shape + 2.0
+        return (-b + math.sqrt(b * b + 4.0 * a * epsilon * epsilon)) / (2.0 * a)
+
+    @classmethod
+    def smooth_guarantee(cls, epsilon, delta):
+        return _zcdp(epsilon)
+
+    # ---- exact sampling: Y = arsinh(σZ)/σ is standard normal
+    def exact_params(self) -> tuple[float, ...]:
+        return (float(self.sigma),)
+
+    @classmethod
+    def exact_sf(cls, t, params):
+        s = arb(params[0])
+        return ((s * t).asinh() * (arb(0.5).sqrt() / s)).erfc() * 0.5
+
+    @classmethod
+    def exact_ppf_guess(cls, params, p, c):
+        (sg,) = params
+        a = abs(c)
+        yn = (
+            math.sqrt(2.0) * float(special.erfinv(2.0 * a))
+            if a < 0.25
+            else -float(special.ndtri(p))
+        )
+        return math.sinh(sg * yn) / sg

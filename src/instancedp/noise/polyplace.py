@@ -8,7 +8,7 @@ PolyPlace(s, α), s > 0, α > 1, with N = α / (2s(2((α−1)/α)^α + α − 1)
 
 The branches meet continuously at |x| = s/α.  The mechanism
 q(D) + PolyPlace(SS_γ(D)/γ, ε/γ) is ε-DP for 0 < γ < ε (Thm. 8); the variance
-is finite for α > 2 (Lemma 13, formula as restored in FORMULAS.md §2) and the
+is finite for α > 2 (Lemma 13, formula as restored in docs/formulas.md) and the
 law tends to Laplace(SS/ε) as γ → 0 (Lemma 15).
 
 Numerics: every power is taken as exp(α·log1p(·)) so that α = ε/γ in the
@@ -18,29 +18,58 @@ thousands (γ → 0) stays exact to rounding.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from flint import arb, ctx
 
 from .. import _validate
 from .base import NoiseDistribution
 
 
-def _constants(alpha: float) -> tuple[float, float, float]:
-    """(N₁, body coefficient N₁(α−1)/α, tail coefficient N₁(α+1)/α·(1−1/α²)^α) at s = 1."""
-    a = alpha
-    pow_body = math.exp(a * math.log1p(-1.0 / a))  # ((α−1)/α)^α
-    n1 = a / (2.0 * (2.0 * pow_body + a - 1.0))
-    body = n1 * (a - 1.0) / a
-    tail = n1 * (a + 1.0) / a * math.exp(a * math.log1p(-1.0 / (a * a)))
+def _coefficients(a: Any, pow_body: Any, pow_tail: Any) -> tuple[Any, Any, Any]:
+    """(N₁, body coefficient N₁(α−1)/α, tail coefficient N₁(α+1)/α·(1−1/α²)^α) at s = 1,
+    from pow_body = ((α−1)/α)^α and pow_tail = (1−1/α²)^α (Def. 6; floats or balls).
+    The mass of [0, u] is body·(1 − (1−u)^α) for u < 1/α, P(Z > u) = tail·(1+u)^−α beyond."""
+    n1 = a / (2 * (2 * pow_body + a - 1))
+    body = n1 * (a - 1) / a
+    tail = n1 * (a + 1) / a * pow_tail
     return n1, body, tail
+
+
+def _constants(alpha: float) -> tuple[float, float, float]:
+    """:func:`_coefficients` in floats (powers as exp(α·log1p(·)), exact to rounding)."""
+    a = float(alpha)
+    return _coefficients(
+        a, math.exp(a * math.log1p(-1.0 / a)), math.exp(a * math.log1p(-1.0 / (a * a)))
+    )
+
+
+@lru_cache(maxsize=64)
+def _ball_constants(alpha: float, prec: int) -> tuple[arb, arb, arb, arb]:
+    """(α, 1/α, body, tail) as balls at ``prec`` bits (the exact sampler's constants)."""
+    old = ctx.prec
+    ctx.prec = prec
+    try:
+        a = arb(alpha)
+        _, body, tail = _coefficients(a, ((a - 1) / a) ** a, (1 - 1 / (a * a)) ** a)
+        return a, 1 / a, body, tail
+    finally:
+        ctx.prec = old
+
+
+@lru_cache(maxsize=64)
+def _guess_constants(alpha: float) -> tuple[float, float]:
+    _, _, body, tail = _ball_constants(alpha, 64)
+    return float(body.mid()), float(tail.mid())
 
 
 def polyplace_variance(scale: float, shape: float) -> float:
     """Variance of PolyPlace(scale, shape) (Lemma 13; infinite for shape ≤ 2).
 
     σ² = 2s²[(19α²+5)(1−1/α)^α + (α−2)(α−1)²] / [(2(1−1/α)^α + α−1)(α²−1)(α²−4)],
-    the FORMULAS.md form with (1−1/α²)^α(1+1/α)^{−α} = (1−1/α)^α cancelled.
+    the docs/formulas.md form with (1−1/α²)^α(1+1/α)^{−α} = (1−1/α)^α cancelled.
     """
     a = float(shape)
     if a <= 2.0:
@@ -55,6 +84,9 @@ class PolyPlace(NoiseDistribution):
     """PolyPlace(scale, shape): s = ``scale`` > 0, α = ``shape`` > 1."""
 
     family = "polyplace"
+    default_gamma_fraction = 0.35
+    default_gamma_ceiling = 0.8
+    exact_route = "cdf"
 
     def __init__(self, scale: float, shape: float) -> None:
         self.scale = _validate.finite_positive(scale, "scale")
@@ -110,3 +142,48 @@ class PolyPlace(NoiseDistribution):
 
     def with_scale(self, scale: float) -> PolyPlace:
         return PolyPlace(scale, self.shape)
+
+    # ---- smooth sensitivity: PolyPlace(1/γ, ε/γ) is ε-DP for 0 < γ < ε (Thm. 8)
+    @classmethod
+    def smooth_unit_scale(cls, epsilon, gamma, delta, shape):
+        return 1.0 / gamma if gamma < epsilon else math.inf
+
+    @classmethod
+    def smooth_noise(cls, epsilon, gamma, delta, shape, scale):
+        return cls(1.0 / gamma, epsilon / gamma)
+
+    @classmethod
+    def smooth_max_gamma(cls, epsilon, delta, shape, finite_std):
+        return epsilon / 2.0 if finite_std else epsilon
+
+    # ---- exact sampling: the closed-form CDF of Def. 6 in ball arithmetic
+    def exact_params(self) -> tuple[float, ...]:
+        return (float(self.shape),)
+
+    @classmethod
+    def exact_sf(cls, t, params):
+        (alpha,) = params
+        a, inv_a, body, tail = _ball_constants(alpha, ctx.prec)
+
+        def body_sf(u):
+            return 0.5 - body * (1 - (1 - u) ** a)
+
+        def tail_sf(u):
+            return tail * (1 + u) ** (-a)
+
+        if t < inv_a:
+            return body_sf(t)
+        if t >= inv_a:
+            return tail_sf(t)
+        # The ball straddles the branch point 1/α < 1: both formulas are analytic on
+        # it and each encloses sf on its side, so their union encloses sf.
+        return body_sf(t).union(tail_sf(t))
+
+    @classmethod
+    def exact_ppf_guess(cls, params, p, c):
+        (alpha,) = params
+        body, tail = _guess_constants(alpha)
+        if p <= tail * math.exp(-alpha * math.log1p(1.0 / alpha)):
+            return math.expm1(-(math.log(p) - math.log(tail)) / alpha)
+        # body: mass of [0, z] is body·(1 − (1 − z)^α) = |c|
+        return -math.expm1(math.log1p(-abs(c) / body) / alpha)

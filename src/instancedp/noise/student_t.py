@@ -11,18 +11,24 @@ import math
 from typing import Any
 
 import numpy as np
+from flint import arb
 from scipy import special
 
 from .. import _validate
 from ..random import as_generator
 from .base import NoiseDistribution
-from .cauchy import log_betainc, log_standard_gamma, polish_tail_root
+from .cauchy import log_betainc, log_standard_gamma, polish_tail_root, polynomial_tail_max_gamma
 
 
 class StudentT(NoiseDistribution):
     """t distribution with ``df`` > 0 degrees of freedom, scaled by ``scale``."""
 
     family = "student_t"
+    shape_name = "df"
+    shape_aliases = {"d": "df"}
+    default_gamma_fraction = 0.12
+    default_gamma_ceiling = 0.12
+    exact_route = "cdf"
 
     def __init__(self, df: float, scale: float = 1.0) -> None:
         self.df = _validate.finite_positive(df, "df")
@@ -111,3 +117,43 @@ class StudentT(NoiseDistribution):
 
     def with_scale(self, scale: float) -> StudentT:
         return StudentT(self.df, scale)
+
+    # ---- smooth sensitivity (Bun–Steinke 2019; Hladík–Tětek Claim 17), pure ε-DP:
+    # loss ≤ |λ_r|(d+1) + |λ_s|(d+1)/(2√d) ⇒ scale (d+1)/(2√d(ε − γ(d+1))), γ < ε/(d+1)
+    @classmethod
+    def smooth_unit_scale(cls, epsilon, gamma, delta, shape):
+        k = shape
+        rest = epsilon - gamma * (k + 1.0)
+        return (k + 1.0) / (2.0 * math.sqrt(k) * rest) if rest > 0 else math.inf
+
+    @classmethod
+    def smooth_log_std(cls, scale, shape):
+        k = shape
+        return math.log(scale) + 0.5 * math.log(k / (k - 2.0)) if k > 2 else math.inf
+
+    @classmethod
+    def smooth_shape_interval(cls, epsilon, gamma, delta, finite_std):
+        return (2.0 if finite_std else 0.0), epsilon / gamma - 1.0
+
+    @classmethod
+    def smooth_max_gamma(cls, epsilon, delta, shape, finite_std):
+        return polynomial_tail_max_gamma(epsilon, shape, finite_std, 2.0, 1.0)  # d → 0
+
+    # ---- exact sampling: P(T > t) = ½·I_{d/(d+t²)}(d/2, ½) (Abramowitz–Stegun 26.7.1)
+    def exact_params(self) -> tuple[float, ...]:
+        return (float(self.df),)
+
+    @classmethod
+    def exact_sf(cls, t, params):
+        d = arb(params[0])
+        x = d / (d + t * t)
+        return x.beta_lower(d / 2, 0.5, regularized=True) * 0.5
+
+    @classmethod
+    def exact_ppf_guess(cls, params, p, c):
+        (d,) = params
+        a = abs(c)
+        if a < 0.25:  # P(|T| ≤ t) = I_{t²/(d+t²)}(½, d/2) = 2|c|
+            x = float(special.betaincinv(0.5, d / 2.0, 2.0 * a))
+            return math.sqrt(d * x / (1.0 - x)) if x < 1.0 else math.inf
+        return -float(special.stdtrit(d, p))
