@@ -318,14 +318,16 @@ def to_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def reproduce(outdir: Any, quick: bool = True) -> list[Any]:
-    """Write sensitivity.md/.json into ``outdir`` (the CLI's ``reproduce`` hook)."""
+def reproduce(
+    outdir: Any, quick: bool = True, largest_kinds: Sequence[str] | None = None
+) -> list[Any]:
+    """Write sensitivity.md/.json into ``outdir``; ``largest_kinds`` as in :func:`run`."""
     import json
     from pathlib import Path
 
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
-    res = run(quick=quick)
+    res = run(quick=quick, largest_kinds=largest_kinds)
     paths = [out / "sensitivity.md", out / "sensitivity.json"]
     paths[0].write_text(to_markdown(res))
     paths[1].write_text(json.dumps(res, indent=2) + "\n")
