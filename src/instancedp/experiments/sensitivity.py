@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import math
 import os
 import platform
@@ -22,6 +23,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -319,12 +321,9 @@ def to_markdown(res: dict[str, Any]) -> str:
 
 
 def reproduce(
-    outdir: Any, quick: bool = True, largest_kinds: Sequence[str] | None = None
-) -> list[Any]:
+    outdir: str | Path, quick: bool = True, largest_kinds: Sequence[str] | None = None
+) -> list[Path]:
     """Write sensitivity.md/.json into ``outdir``; ``largest_kinds`` as in :func:`run`."""
-    import json
-    from pathlib import Path
-
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     res = run(quick=quick, largest_kinds=largest_kinds)
