@@ -1040,124 +1040,30 @@ def _markdown_rows(rows: list[dict[str, Any]]) -> str:
 
 
 # -- reproduce --------------------------------------------------------------------------
-# name → (experiment module, benchmark script that renders it into docs/results)
-EXPERIMENTS: dict[str, tuple[str, str | None]] = {
-    "noise_table": ("noise_table", "noise_std.py"),
-    "median": ("median", "median.py"),
-    "ratio": ("ratio", "ratio.py"),
-    "gamma_study": ("gamma_study", "gamma.py"),
-    "levels": ("levels", "levels.py"),  # Example 22 and Example 23 (two_triangles)
-    "gaussian": ("gaussian", "gaussian.py"),
-    "smalldb": ("smalldb", "smalldb.py"),
-    "compare": ("compare", None),
-    "sensitivity": ("sensitivity", "sensitivity.py"),
-    "safe_sampling": ("safe_sampling", "safe_sampling.py"),
-}
-
-
-def _benchmarks_dir() -> Path | None:
-    d = Path(__file__).resolve().parents[2] / "benchmarks"
-    return d if d.is_dir() else None
-
-
-def _run_benchmark_script(script: Path, outdir: Path, quick: bool) -> None:
-    """Run a benchmarks/ script's ``main`` with its docs/results folder pointed at ``outdir``."""
-    import importlib.util
-    import inspect
-
-    spec = importlib.util.spec_from_file_location(f"_instancedp_bench_{script.stem}", script)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {script}")
-    module = importlib.util.module_from_spec(spec)
-    argv = sys.argv
-    sys.argv = [str(script)] + (["--quick"] if quick else [])
-    try:
-        spec.loader.exec_module(module)
-        results = (script.parents[1] / "docs" / "results").resolve()
-        for attr, val in list(vars(module).items()):
-            if isinstance(val, Path) and val.resolve() == results:
-                setattr(module, attr, outdir)
-        main = module.main
-        if "quick" in inspect.signature(main).parameters:
-            main(quick=quick)
-        else:
-            main()
-    finally:
-        sys.argv = argv
-
-
-def run_experiment(name: str, outdir: Path, quick: bool = True) -> str:
-    """Regenerate one experiment's tables/figures into ``outdir``; a one-line status.
-
-    The module's own ``reproduce(outdir, quick=...)`` is used if it has one;
-    else, from a source checkout, the matching ``benchmarks/`` script renders
-    the experiment (its docs/results folder redirected to ``outdir``;
-    ``--quick`` unless ``quick=False``); else every public function with a
-    ``quick`` flag (all other arguments defaulted) is run and its rows are
-    written as ``<name>[_<function>].md/.json``.
-    """
-    import contextlib
-    import importlib
-    import inspect
-    import io as _stdio
-    import warnings
-
-    modname, script = EXPERIMENTS[name]
+def _reproduce_one(fn: Any, outdir: Path, quick: bool) -> str:
+    """Run one experiment's ``reproduce``; a one-line status naming the files written."""
     t0 = time.perf_counter()
     try:
-        module = importlib.import_module(f".experiments.{modname}", __package__)
-    except ImportError as exc:
-        return f"skipped (not available: {_one_line(str(exc))})"
-    try:
-        if name == "compare":
-            module.write(module.compare(quick=quick), outdir, name="compare")
-            return f"ok ({time.perf_counter() - t0:.1f} s)"
-        fn = getattr(module, "reproduce", None)
-        if callable(fn):
-            fn(outdir, quick=quick)
-            return f"ok ({time.perf_counter() - t0:.1f} s)"
-        bdir = _benchmarks_dir()
-        if script and bdir is not None and (bdir / script).is_file():
-            # Quiet: the scripts print their tables, and numeric RuntimeWarnings
-            # from far-tail evaluations are expected there.
-            with contextlib.redirect_stdout(_stdio.StringIO()), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                _run_benchmark_script(bdir / script, outdir, quick)
-            return f"ok (benchmarks/{script}, {time.perf_counter() - t0:.1f} s)"
-        written = 0
-        for fname, f in inspect.getmembers(module, inspect.isfunction):
-            if fname.startswith("_") or f.__module__ != module.__name__:
-                continue
-            sig = inspect.signature(f)
-            if "quick" not in sig.parameters or any(
-                p.default is inspect.Parameter.empty
-                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-                for n, p in sig.parameters.items()
-                if n != "quick"
-            ):
-                continue
-            rows = f(quick=quick)
-            stem = f"{name}_{fname}"
-            (outdir / f"{stem}.json").write_text(json.dumps(rows, indent=2, default=_json_default))
-            if isinstance(rows, list) and rows and isinstance(rows[0], dict):
-                (outdir / f"{stem}.md").write_text(_markdown_rows(rows) + "\n")
-            written += 1
-        if not written:
-            return "skipped (no benchmarks/ script, reproduce() or quick-flag function)"
-        return f"ok ({written} table(s), {time.perf_counter() - t0:.1f} s)"
+        paths = fn(outdir, quick=quick)
     except Exception as exc:  # keep going: report which experiment failed and why
         return f"FAILED: {type(exc).__name__}: {_one_line(str(exc))[:200]}"
+    names = ", ".join(Path(p).name for p in paths)
+    return f"ok ({time.perf_counter() - t0:.1f} s): {names}"
 
 
 @app.command()
 def reproduce(
     outdir: Annotated[Path, typer.Argument(help="Folder for the figures and tables.")],
-    full: Annotated[bool, typer.Option(help="Full runs (slow) instead of quick ones.")] = False,
+    quick: Annotated[
+        bool, typer.Option("--quick/--full", help="Quick settings (default) or full runs (slow).")
+    ] = True,
     only: Annotated[
         list[str] | None, typer.Option(help="Only these experiments (repeatable).")
     ] = None,
 ) -> None:
     """Regenerate the papers' figures and tables (quick settings unless --full)."""
+    from .experiments import EXPERIMENTS
+
     names = list(EXPERIMENTS)
     if only:
         unknown = [x for x in only if x not in names]
@@ -1172,7 +1078,7 @@ def reproduce(
         task = progress.add_task("reproduce", total=len(names))
         for name in names:
             progress.update(task, description=f"reproduce {name}")
-            status = run_experiment(name, outdir, quick=not full)
+            status = _reproduce_one(EXPERIMENTS[name], outdir, quick)
             print(f"{name:16s} {status}")
             failures += status.startswith("FAILED")
             progress.advance(task)

@@ -370,3 +370,8 @@ def write(result: CompareResult, out: str | Path, name: str = "compare") -> list
     js.write_text(json.dumps(result.as_dict(), indent=2))
     png = plot(result, out / f"{name}.png")
     return [md, js, png]
+
+
+def reproduce(outdir: str | Path, quick: bool = True) -> list[Path]:
+    """Write compare.md/.json/.png (the default comparison) into ``outdir``; the paths."""
+    return write(compare(quick=quick), outdir, name="compare")

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import math
 import os
 import platform
@@ -22,6 +23,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -318,14 +320,13 @@ def to_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def reproduce(outdir: Any, quick: bool = True) -> list[Any]:
-    """Write sensitivity.md/.json into ``outdir`` (the CLI's ``reproduce`` hook)."""
-    import json
-    from pathlib import Path
-
+def reproduce(
+    outdir: str | Path, quick: bool = True, largest_kinds: Sequence[str] | None = None
+) -> list[Path]:
+    """Write sensitivity.md/.json into ``outdir``; ``largest_kinds`` as in :func:`run`."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
-    res = run(quick=quick)
+    res = run(quick=quick, largest_kinds=largest_kinds)
     paths = [out / "sensitivity.md", out / "sensitivity.json"]
     paths[0].write_text(to_markdown(res))
     paths[1].write_text(json.dumps(res, indent=2) + "\n")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -199,3 +200,10 @@ def two_triangle_mechanism(n_vertices: int, epsilon: float, delta: float) -> Ins
     return InstanceBasedNoise(
         level_of, layered_rates(n_vertices, epsilon, delta), query, epsilon, delta
     )
+
+
+def reproduce(outdir: str | Path, quick: bool = True) -> list[Path]:
+    """Example 23 is reported beside Example 22: write levels.md/.json/.png into ``outdir``."""
+    from .levels import reproduce as levels_reproduce
+
+    return levels_reproduce(outdir, quick=quick)

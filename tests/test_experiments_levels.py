@@ -78,8 +78,8 @@ def test_lemma25_forms_and_layers(n):
     summ = tt.summary(n)
     assert summ["max_exact_ls"] == summ["gs_formula"] == tt.global_sensitivity(n)
     assert summ["violations_proof"] == 0 and summ["violations_coarse"] == 0
-    if n >= 5:
-        assert summ["violations_printed"] > 0  # (3/2)a² is not a bound
+    if n == 4:
+        assert summ["violations_printed"] == 0
     rows = tt.layer_table(n)
     for row in rows:
         assert row["max_bound_proof"] == row["closed_form_layer_bound"]
@@ -88,6 +88,26 @@ def test_lemma25_forms_and_layers(n):
     assert bounds == sorted(bounds)
     # At the top the proof bound is exactly the global sensitivity (tight).
     assert rows[-1]["max_bound_proof"] == tt.global_sensitivity(n)
+
+
+def test_lemma25_violation_counts_match_brute_force_on_5_vertices():
+    """Count, over all 2^10 graphs, those whose LS exceeds each form of Lemma 25's bound:
+    proof (5/2)·a(a − 1), coarse (5/2)·a², printed (3/2)·a² (not a bound)."""
+    n = 5
+    edges = list(combinations(range(n), 2))
+    counts = {"proof": 0, "coarse": 0, "printed": 0}
+    for code in range(1 << len(edges)):
+        g = _graph(code, edges)
+        f = _f(g, n)
+        ls = max(abs(_f(g ^ {e}, n) - f) for e in edges)
+        extended = [g | {e} for e in edges if e not in g] or [g]
+        a = max((_a(h, n, e) for h in extended for e in h), default=0)
+        counts["proof"] += ls > 2.5 * a * (a - 1)
+        counts["coarse"] += ls > 2.5 * a * a
+        counts["printed"] += ls > 1.5 * a * a
+    summ = tt.summary(n)
+    assert counts["proof"] == counts["coarse"] == 0 < counts["printed"]
+    assert {form: summ[f"violations_{form}"] for form in counts} == counts
 
 
 def test_k5_minus_edge_counterexample_to_three_halves():
