@@ -113,9 +113,29 @@ def test_uniform_extremes_stay_inside():
     assert Zero().uniform() == 2.0**-53
 
 
+class _OnesThenZeros(RandomSource):
+    """Bits 1 for the first 32 bytes, then 0: the uniform 1 − 2^−256, just below 1.
+
+    (An endless run of 1 bits is the real number 1, a probability-zero input on
+    which the exact sampler, which reads bits until the index is certain, would
+    never stop.)"""
+
+    def __init__(self) -> None:
+        self.left = 32
+
+    def random_bytes(self, n: int) -> bytes:
+        ones = min(n, self.left)
+        self.left -= ones
+        return b"\xff" * ones + bytes(n - ones)
+
+    @property
+    def generator(self) -> np.random.Generator:  # pragma: no cover
+        raise NotImplementedError
+
+
 def test_sample_index_never_returns_a_trailing_zero_weight():
     lw = np.array([0.0, -1.0, 0.3, -np.inf, -np.inf])
-    assert sample_index_from_log_weights(lw, _AlmostOne()) == 2
+    assert sample_index_from_log_weights(lw, _OnesThenZeros()) == 2
 
 
 @pytest.mark.parametrize(
