@@ -1,4 +1,4 @@
-"""Example 22 and Example 23 of Canard & Olivier (seed 000) → docs/results/levels.{md,json,png}.
+"""Examples 22 and 23 of Canard & Olivier → docs/results/levels.{md,json,png}.
 
 Thin wrapper over :func:`instancedp.experiments.levels.reproduce`
 (also run by ``instancedp reproduce``).

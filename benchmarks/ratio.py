@@ -1,4 +1,4 @@
-"""Private ratios (seed 004) → docs/results/ratio.{md,json,png}.
+"""Private ratios (LS-bound note) → docs/results/ratio.{md,json,png}.
 
 Thin wrapper over :mod:`instancedp.experiments.ratio`.  ``--quick`` for a small run.
 

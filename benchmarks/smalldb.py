@@ -1,4 +1,4 @@
-"""Laplace vs SmallDB (seed 002) → docs/results/smalldb.{md,json,png}.
+"""Laplace vs SmallDB (Wang et al.) → docs/results/smalldb.{md,json,png}.
 
 Thin wrapper over :func:`instancedp.experiments.smalldb.reproduce`
 (also run by ``instancedp reproduce``).

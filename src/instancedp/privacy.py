@@ -88,7 +88,7 @@ class ZCDP:
 
     @classmethod
     def from_cdp_epsilon(cls, epsilon: float) -> ZCDP:
-        """The ½ε²-CDP of Bun & Steinke 2019 (lecture notes 003 Prop. 15.1)."""
+        """The ½ε²-CDP of Bun & Steinke 2019 (lecture notes PTR notes Prop. 15.1)."""
         return cls(_validate.epsilon(epsilon) ** 2 / 2)
 
     def __add__(self, other: Guarantee) -> Guarantee:

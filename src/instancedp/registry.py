@@ -302,7 +302,7 @@ def _load_builtins() -> None:
         Entry(
             BoundedLocalSensitivity.name,
             BoundedLocalSensitivity,
-            "q(x) + Lap(g/ε2), g a private upper bound on LS ((ε, δ)-DP; seed 004 Thm. 1)",
+            "q(x) + Lap(g/ε2), g a private upper bound on LS ((ε, δ)-DP; LS-bound note Thm. 1)",
             _NUMERIC,
             needs_delta=True,
             examples={"": _ex("bounded_ls_example")},

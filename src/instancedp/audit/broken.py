@@ -113,7 +113,7 @@ def ls_for_ss() -> AuditCase:
 
 
 def _ptr_case(name, descr, eps, delta, bound, threshold, noisy_test=True) -> AuditCase:
-    """PTR (003 Prop. 15.5, continuous-Laplace test): d̂ = d + Lap(2/ε); if
+    """PTR (PTR notes Prop. 15.5, continuous-Laplace test): d̂ = d + Lap(2/ε); if
     d̂ > threshold release median + Lap(2b/ε), else ⊥.  Claims (ε, δ)-DP."""
     from ..mechanisms.ptr import distance_to_high_sensitivity
     from ..noise import Laplace
@@ -301,7 +301,7 @@ def exponential_half_sensitivity() -> AuditCase:
 
 
 def stable_mode_zero_threshold() -> AuditCase:
-    # Stable release (003 §15.1) must pass only if d(x) + Lap(1/ε) > ln(1/δ)/ε;
+    # Stable release (PTR notes §15.1) must pass only if d(x) + Lap(1/ε) > ln(1/δ)/ε;
     # with threshold 0 an unstable mode (d = 0) is released half the time.
     from ..mechanisms.stability import Mode
 

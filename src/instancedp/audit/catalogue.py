@@ -412,7 +412,7 @@ def smalldb_example(eps: float, delta: float | None) -> Any:
 def median_levels() -> tuple[Callable[[Any], int], np.ndarray, dict[int, list[int]]]:
     """Sensitivity levels of the median on MEDIAN_DOMAIN (n = 3), by brute force.
 
-    Level of x: its LS, floored at 0.5 (a valid upper bound, 000 Remark 21;
+    Level of x: its LS, floored at 0.5 (a valid upper bound, Canard–Olivier Remark 21;
     Algorithm 1 needs LS_k > 0); adjacency: levels joined by a neighbour pair.
     """
     q = _median()

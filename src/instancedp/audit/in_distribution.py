@@ -1,4 +1,4 @@
-"""(ε, δ)-differential privacy in distribution (Canard & Olivier, seed 000, Def. 8).
+"""(ε, δ)-differential privacy in distribution (Canard & Olivier, Canard–Olivier, Def. 8).
 
 An additive mechanism A(x) = f(x) + Z_x with output density g_x is (ε, δ)-DP in
 distribution if there are sets E_x with g_x(y) ≤ e^ε g_x′(y) for all x′ ~ x and
@@ -11,7 +11,7 @@ computes: it locates the boundary of E_x (sign changes of the worst log-ratio on
 a grid that contains every centre, refined by root finding), then adds up the
 exact mass of A(x) on the complement with the noise's cdf/sf.  The mechanism is
 (ε, δ)-DP in distribution iff the maximum over x of this number is ≤ δ; that
-implies (ε, δ)-DP (000 Prop. 10), but not conversely in general.
+implies (ε, δ)-DP (Canard–Olivier Prop. 10), but not conversely in general.
 
 Noise objects need ``logpdf``, ``cdf``, ``sf`` and ``ppf`` (the face of
 ``instancedp.noise`` and of frozen ``scipy.stats`` distributions).
@@ -66,7 +66,7 @@ def in_distribution(
     *,
     grid: int = 20001,
 ) -> InDistribution:
-    """P(A(x) ∉ E_x) for A(x) = center + Z, Z ~ ``noise`` (000 Def. 8).
+    """P(A(x) ∉ E_x) for A(x) = center + Z, Z ~ ``noise`` (Canard–Olivier Def. 8).
 
     ``neighbours``: pairs (f(x′), noise of x′) for every x′ ~ x.  ``grid``
     points (plus every centre) locate the boundary of E_x; each crossing is

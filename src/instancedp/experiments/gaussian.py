@@ -1,8 +1,8 @@
 """σ of the Gaussian mechanism under three calibrations (unit L2 sensitivity).
 
 classic √(2 ln(1.25/δ))/ε (Dwork & Roth Thm. A.1, proven for ε < 1 only),
-Canard–Olivier (000 Prop. 11) and the analytic Gaussian (Balle & Wang 2018),
-each with its exact δ(ε) and with P(A(x) ∉ E_x) of 000 Def. 8 for a query
+Canard–Olivier (Canard–Olivier Prop. 11) and the analytic Gaussian (Balle & Wang 2018),
+each with its exact δ(ε) and with P(A(x) ∉ E_x) of Canard–Olivier Def. 8 for a query
 whose neighbours lie on both sides (the DP-in-distribution δ).
 """
 
@@ -84,7 +84,7 @@ def reproduce(outdir: str | Path, quick: bool = True) -> list[Path]:
         "",
         "- **classic**: σ = √(2 ln(1.25/δ))/ε (Dwork & Roth Thm. A.1; proven for ε < 1 only — "
         "`GaussianMechanism` refuses ε ≥ 1 for it; the value is shown in *italics* there).",
-        "- **Canard–Olivier** (000 Prop. 11): √λ = (√(C² + ε) − C)/Δ, C = h⁻¹(2√π δ), "
+        "- **Canard–Olivier** (Canard–Olivier Prop. 11): √λ = (√(C² + ε) − C)/Δ, C = h⁻¹(2√π δ), "
         "h(y) = e^{−y²}/y, σ = 1/√(2λ).",
         "- **analytic** (Balle & Wang 2018): the smallest σ with exact δ(ε) ≤ δ.",
         "",
@@ -106,7 +106,7 @@ def reproduce(outdir: str | Path, quick: bool = True) -> list[Path]:
         )
     lines += [
         "",
-        "## DP in distribution (000 Def. 8)",
+        "## DP in distribution (Canard–Olivier Def. 8)",
         "",
         "For a query with neighbours on both sides (f(x) ± Δ), the largest admissible E_x "
         "drops both tails and P(A(x) ∉ E_x) = 2Φ̄(εσ/Δ − Δ/2σ).  Prop. 11's constant bounds "

@@ -1,4 +1,4 @@
-"""Example 22 of Canard & Olivier (seed 000 §5.2, Appendix 6.3): Algorithm 1 vs Laplace.
+"""Example 22 of Canard & Olivier (Canard–Olivier §5.2, Appendix 6.3): Algorithm 1 vs Laplace.
 
 Setting: levels LS_1 < … < LS_r where an instance has neighbours only in its
 own and the two adjacent levels, and LS_{k+1}/LS_k ≥ 1 + t/2 with
@@ -141,7 +141,7 @@ def reproduce(outdir: str | Path, quick: bool = True) -> list[Path]:
     elapsed = time.perf_counter() - start
 
     lines = [
-        "# Instance-based noise on sensitivity levels (Canard & Olivier, seed 000)",
+        "# Instance-based noise on sensitivity levels (Canard & Olivier, Canard–Olivier)",
         "",
         f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"all numbers from one run of `benchmarks/levels.py` ({elapsed:.1f} s"
@@ -191,7 +191,7 @@ def reproduce(outdir: str | Path, quick: bool = True) -> list[Path]:
         "f_2Δ = Σ_e C(a_e, 2) (every edge flip), against three readings of Lemma 25's "
         "bound on LS from a_H: *proof* (5/2)·a_H(a_H − 1) — what the proof's steps give "
         "(C(a, 2) + Σ_{l ∈ N_ij}(a_il + a_jl − 2) with every a ≤ a_H); *coarse* "
-        "(5/2)·a_H²; *printed* (3/2)·a_H², FORMULAS.md §3's reading of the garbled "
+        "(5/2)·a_H²; *printed* (3/2)·a_H², docs/formulas.md's reading of the garbled "
         "constant, which is **not** a valid bound.",
         "",
         "| n | graphs | max exact LS | GS formula C(n−2,2)+2(n−2)(n−3) "

@@ -154,12 +154,12 @@ def reproduce(outdir: str | Path, quick: bool = True) -> list[Path]:
     elapsed = time.perf_counter() - start
 
     lines = [
-        "# Laplace vs SmallDB for k counting queries (seed 002)",
+        "# Laplace vs SmallDB for k counting queries (Wang et al.)",
         "",
         f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}; one run of "
         f"`benchmarks/smalldb.py` ({elapsed:.1f} s{', quick' if quick else ''}).",
         "",
-        "Bounds with probability 1 − β, β = 0.05 (002 Section Three): Laplace "
+        "Bounds with probability 1 − β, β = 0.05 (Wang et al. Section Three): Laplace "
         "α = (k/(εn))·ln(k/β); SmallDB α = ((16·lg|X|·lg k + 4·ln(1/β))/(εn))^{1/3}.",
         "",
         "## Crossing points (Laplace's bound is smaller above them)",

@@ -1,4 +1,4 @@
-"""Example 23 of Canard & Olivier (seed 000 §5.2, Lemma 25): 2-triangle counts.
+"""Example 23 of Canard & Olivier (Canard–Olivier §5.2, Lemma 25): 2-triangle counts.
 
 f_2Δ(G) = number of pairs of triangles sharing an edge = Σ_e C(a_e, 2), where
 a_e is the number of triangles through edge e.  Edge privacy: G ~ G′ when they
@@ -90,7 +90,7 @@ def exhaustive_tables(n: int) -> dict[str, np.ndarray]:
 
 
 def lemma25_bound(a: Any, form: str = "proof") -> np.ndarray:
-    """LS̃(H) from a_H (000 Lemma 25): "proof" (5/2)·a(a − 1), "coarse" (5/2)·a²,
+    """LS̃(H) from a_H (Canard–Olivier Lemma 25): "proof" (5/2)·a(a − 1), "coarse" (5/2)·a²,
     "printed" (3/2)·a² (a reading of the garbled constant; not a valid bound)."""
     a = np.asarray(a, dtype=np.float64)
     if form == "proof":
@@ -184,7 +184,7 @@ def noise_table(
 def two_triangle_mechanism(n_vertices: int, epsilon: float, delta: float) -> InstanceBasedNoise:
     """Algorithm 1 for the 2-triangle count of graphs on ``n_vertices`` (public)
     vertices, levels = layers: the level of a graph is its (private) edge count,
-    used only to pick the rate λ_k (000 Example 23)."""
+    used only to pick the rate λ_k (Canard–Olivier Example 23)."""
     from ..queries.graphs import TwoTriangleCount, as_graph
 
     if not isinstance(n_vertices, int) or n_vertices < 3:

@@ -1,7 +1,7 @@
 """Laplace noise scaled to a privately bounded local sensitivity.
 
 Seed 004 ("Privately bounding local sensitivity"), Theorem 1; lecture notes
-003 Lemma 15.6.  If g(x) is ε1-DP and P[g(x) < LS(x)] ≤ δ on every x, then
+PTR notes Lemma 15.6.  If g(x) is ε1-DP and P[g(x) < LS(x)] ≤ δ on every x, then
 releasing (g, q(x) + Lap(g/ε2)) is (ε1 + ε2, δ)-DP: on the event g ≥ LS(x) the
 two Laplace densities at x and at any neighbour x′ (|q(x) − q(x′)| ≤ LS(x) ≤ g)
 are within e^{ε2}, and the event fails with probability ≤ δ.  The value alone
@@ -101,7 +101,7 @@ class SmoothSensitivityBound:
 
 
 class BoundedLocalSensitivity(Mechanism):
-    """q(x) + Lap(g/ε2) with g an ε1-DP, δ-failing upper bound on LS (004 Thm. 1).
+    """q(x) + Lap(g/ε2) with g an ε1-DP, δ-failing upper bound on LS (LS-bound note Thm. 1).
 
     ``BoundedLocalSensitivity(query, epsilon, *, delta, bound_fraction=0.5,
     bound_mechanism=None)``: ε1 = bound_fraction·ε bounds LS, ε2 = ε − ε1
@@ -204,7 +204,7 @@ class BoundedLocalSensitivity(Mechanism):
     def output_distribution(self, data: Any, points: int = 4001) -> OutputDistribution:
         """The law of the value: a Laplace mixture over the noisy bound (numerical quadrature).
 
-        Theorem (seed 004 Thm. 1; lecture notes 003 Lemma 15.6): g is ε1-DP and
+        Theorem (LS-bound note Thm. 1; lecture notes PTR notes Lemma 15.6): g is ε1-DP and
         P[g < LS(x)] ≤ δ, so on the event g ≥ LS(x) the Laplace step with scale
         g/ε2 is ε2-DP for every neighbour, and the event fails with
         probability ≤ δ: (ε1 + ε2, δ)-DP overall.  The law is exact up to the

@@ -4,7 +4,7 @@
 - Gaussian, three calibrations of σ for (ε, δ)-DP with L2 sensitivity Δ:
   * ``"classic"``: σ = √(2 ln(1.25/δ))·Δ/ε (Dwork & Roth 2014, Thm. A.1; only
     proven for ε < 1, so refused otherwise);
-  * ``"canard_olivier"``: 000 Prop. 11 — density ∝ e^{−λy²} with
+  * ``"canard_olivier"``: Canard–Olivier Prop. 11 — density ∝ e^{−λy²} with
     √λ = (√(C² + ε) − C)/Δ, C = h^{−1}(2√π δ), h(y) = e^{−y²}/y, i.e.
     σ = 1/√(2λ).  ``remark13=True`` takes the simpler C = √ln(1/(2√π δ)) of
     Remark 13 (valid while that C ≥ 1, i.e. δ ≤ e^{−1}/(2√π));
@@ -76,7 +76,7 @@ def canard_olivier_gaussian_sigma(
     remark13: bool = False,
     two_sided: bool = False,
 ) -> float:
-    """σ of Canard & Olivier's Gaussian (000 Prop. 11; Remark 13 if ``remark13``).
+    """σ of Canard & Olivier's Gaussian (Canard–Olivier Prop. 11; Remark 13 if ``remark13``).
 
     √λ = (√(C² + ε) − C)/Δ and σ = 1/√(2λ) = Δ / (√2 (√(C² + ε) − C)).
 

@@ -1,13 +1,13 @@
-"""Instance-based Laplace noise on levels of local sensitivity (Canard & Olivier, seed 000).
+"""Instance-based Laplace noise on levels of local sensitivity (Canard & Olivier, Canard–Olivier).
 
 The mechanism releases f(x) + Lap(1/λ_x) with a rate λ_x that depends on the
-instance.  Theorem 14 (000 §4.1): it is (ε, δ)-DP (in distribution, Def. 8) if
+instance.  Theorem 14 (Canard–Olivier §4.1): it is (ε, δ)-DP (in distribution, Def. 8) if
 for every x and every neighbour x′ ~ x, for some 0 < α_x < 1,
 
     (1) λ_x ≤ α_x · ε / LS(x)        and
     (2) |1 − λ_x′/λ_x| ≤ (1 − α_x) · ε / ln(1/δ).
 
-Algorithm 1 (000 §5.1, Claim 19, Prop. 20) chooses one rate per *level* of
+Algorithm 1 (Canard–Olivier §5.1, Claim 19, Prop. 20) chooses one rate per *level* of
 local sensitivity LS_1 ≤ … ≤ LS_r with α = ½ and t = ε/ln(1/δ): λ_r = ε/(2 LS_r)
 and, descending, λ_k = λ_{k+1} when LS_{k+1}/LS_k < 1 + t/2, otherwise
 λ_k = min(ε/(2 LS_k), λ_{l_k}·(1 + t/2)), where l_k is the highest level whose
@@ -47,7 +47,7 @@ _RTOL = 1e-9
 
 
 def _t(epsilon: float, delta: float) -> float:
-    """t = ε / ln(1/δ) (000 Algorithm 1, line 1)."""
+    """t = ε / ln(1/δ) (Canard–Olivier Algorithm 1, line 1)."""
     return epsilon / math.log(1.0 / delta)
 
 
@@ -86,7 +86,7 @@ def _adjacency_sets(adjacency: Mapping[int, Iterable[int]], r: int) -> list[set[
         for j in adj[k]:
             if k not in adj[j]:
                 raise ValueError(f"adjacency must be symmetric: {j} in adjacency[{k}] but not back")
-    # The paper assumes the instance space is connected (000 §5.1, after Prop. 20).
+    # The paper assumes the instance space is connected (Canard–Olivier §5.1, after Prop. 20).
     seen, stack = {r - 1}, [r - 1]
     while stack:
         for j in adj[stack.pop()]:
@@ -109,7 +109,7 @@ def _caps(ls: np.ndarray, epsilon: float) -> np.ndarray:
 
 
 def _algorithm1(ls: np.ndarray, adj: list[set[int]], epsilon: float, delta: float) -> np.ndarray:
-    """000 Algorithm 1, 0-based, with r_l = lowest level adjacent to l (or l itself)."""
+    """Canard–Olivier Algorithm 1, 0-based, with r_l = lowest level adjacent to l (or l itself)."""
     r = ls.size
     grow = 1.0 + _t(epsilon, delta) / 2.0
     caps = _caps(ls, epsilon)
@@ -163,10 +163,10 @@ def level_rates(
     *,
     method: str = "algorithm1",
 ) -> np.ndarray:
-    """Laplace rates λ_k, one per sensitivity level (000 Algorithm 1; Claim 19).
+    """Laplace rates λ_k, one per sensitivity level (Canard–Olivier Algorithm 1; Claim 19).
 
     ``levels``: LS_1 ≤ … ≤ LS_r (exact local sensitivities or upper bounds,
-    000 Remark 21), 0-based.  ``adjacency``: {k: levels l with some neighbour
+    Canard–Olivier Remark 21), 0-based.  ``adjacency``: {k: levels l with some neighbour
     pair straddling D_k and D_l}, symmetric and connected.  δ must be in (0, 1).
     Returns λ with λ_k ≤ ε/(2 LS_k) and λ_l/(1 + t/2) ≤ λ_k ≤ λ_l(1 + t/2) on
     every level edge, hence Theorem 14's conditions with α = ½; releasing
@@ -189,7 +189,7 @@ def level_rates(
 
 
 def layered_adjacency(r: int) -> dict[int, list[int]]:
-    """Adjacency of layered levels: k ~ k − 1 and k ~ k + 1 (000 Example 22/23)."""
+    """Adjacency of layered levels: k ~ k − 1 and k ~ k + 1 (Canard–Olivier Example 22/23)."""
     if not isinstance(r, int | np.integer) or r < 1:
         raise ValueError(f"r (number of levels) must be an integer >= 1, got {r!r}")
     return {k: [j for j in (k - 1, k + 1) if 0 <= j < r] for k in range(int(r))}
@@ -198,7 +198,7 @@ def layered_adjacency(r: int) -> dict[int, list[int]]:
 def layered_level_rates(
     levels: Any, epsilon: float, delta: float, *, method: str = "algorithm1"
 ) -> np.ndarray:
-    """Algorithm 1 for layers: each level's lower neighbour is k − 1 (000 Example 23).
+    """Algorithm 1 for layers: each level's lower neighbour is k − 1 (Canard–Olivier Example 23).
 
     Then r_k = k − 1 and l_k = k + 1, so λ_k = λ_{k+1} if LS_{k+1}/LS_k < 1 + t/2,
     else min(ε/(2LS_k), λ_{k+1}(1 + t/2)).
@@ -233,7 +233,7 @@ def check_instance_noise(
     delta: float,
     alphas: Any = None,
 ) -> InstanceNoiseCheck:
-    """Check Theorem 14 (000 §4.1) on a finite instance graph.
+    """Check Theorem 14 (Canard–Olivier §4.1) on a finite instance graph.
 
     ``rates[i]`` = λ of instance i, ``local_sensitivities[i]`` = LS(i) (or an
     upper bound), ``neighbour_pairs`` = the edges (i, j) of the neighbour
@@ -366,7 +366,7 @@ class InstanceBasedNoise(Mechanism):
         ``adjacency`` is the level graph of the query's neighbour relation
         (levels k ~ l when some neighbour pair straddles them) — required: the
         guarantee rests on it.  ``adjacency="layered"`` states that neighbours
-        only ever sit in the same or consecutive levels (000 Example 22/23); it is
+        only ever sit in the same or consecutive levels (Canard–Olivier Example 22/23); it is
         the caller's public claim, not a default."""
         if adjacency is None:
             raise ParameterError(
@@ -417,7 +417,7 @@ class InstanceBasedNoise(Mechanism):
     def output_distribution(self, data: Any) -> OutputDistribution:
         """Exact law f(y) + Lap(1/λ_k) on this input (analysis only, never released).
 
-        Theorem (Canard & Olivier, 000 Thm. 14): if λ_x ≤ α_x·ε/LS(x) and
+        Theorem (Canard & Olivier, Canard–Olivier Thm. 14): if λ_x ≤ α_x·ε/LS(x) and
         |1 − λ_x′/λ_x| ≤ (1 − α_x)·ε/ln(1/δ) for all neighbours, the release
         is (ε, δ)-DP: the shift costs α_x·ε, the change of scale the rest
         except on a tail of mass ≤ δ."""

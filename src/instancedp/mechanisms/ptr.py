@@ -1,4 +1,4 @@
-"""Propose-test-release (Dwork & Lei 2009; lecture notes 003 §15.2, Prop. 15.5).
+"""Propose-test-release (Dwork & Lei 2009; lecture notes PTR notes §15.2, Prop. 15.5).
 
 Propose a bound b on the local sensitivity.  Test it privately with the
 distance from x to the set of datasets whose local sensitivity exceeds b,
@@ -7,7 +7,7 @@ distance from x to the set of datasets whose local sensitivity exceeds b,
 
 which has global sensitivity 1 (A^(k) is non-decreasing in k, so the minimum
 is found by doubling and bisection; for the median and quantiles A^(k) is the
-closed form of FORMULAS.md §1).  Draw d̂ = d(x) + Z, Z discrete Laplace of
+closed form of docs/formulas.md).  Draw d̂ = d(x) + Z, Z discrete Laplace of
 scale 1/ε′ (exact, d is an integer).  If d̂ ≥ T release q(x) + Lap(b/ε′),
 otherwise ⊥.  T is the smallest integer with P(Z ≥ T) ≤ δ, so on a dataset with
 LS(x) > b (d = 0) the test passes with probability ≤ δ.  Prop. 15.5: the whole
@@ -76,7 +76,7 @@ def distance_to_high_sensitivity(query: Any, data: Any, bound: float) -> float:
 
 
 class ProposeTestRelease(Mechanism):
-    """PTR with a proposed local-sensitivity bound (003 Prop. 15.5).
+    """PTR with a proposed local-sensitivity bound (PTR notes Prop. 15.5).
 
     ``ProposeTestRelease(query, epsilon, *, delta, bound)``
 
@@ -169,7 +169,7 @@ class ProposeTestRelease(Mechanism):
     def output_distribution(self, data: Any) -> OutputDistribution:
         """Laplace(q(x), b/ε′) weighted by the pass probability p(x), plus the atom {⊥: 1 − p(x)}.
 
-        Theorem (Vadhan 2017 / lecture notes 003 Prop. 15.5): d(x) has global
+        Theorem (Vadhan 2017 / lecture notes PTR notes Prop. 15.5): d(x) has global
         sensitivity 1, so the test d(x) + DLap(1/ε′) ≥ T is ε′-DP; where
         LS(x) ≤ b the Laplace step is ε′-DP for every neighbour x′ with
         |q(x) − q(x′)| ≤ b, and where LS(x) > b (d = 0) the test passes with

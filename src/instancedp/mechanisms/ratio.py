@@ -1,4 +1,4 @@
-"""Private ratios a/b under add/remove neighbours (seed 004, "Private ratios").
+"""Private ratios a/b under add/remove neighbours (LS-bound note, "Private ratios").
 
 Each user contributes to b only (a 0) or to both a and b (a 1); the data are
 the users' 0/1 flags, a = number of ones, b = n.  Adding or removing a user
@@ -9,7 +9,7 @@ changes (a, b) by (0, ±1) or (±1, ±1).
 * :func:`ksw` — Kulesza, Suresh & Wang 2024, Alg. 3: (a, b − a) has L1
   sensitivity 1 under add/remove, so â = a + Lap(1/ε), ẑ = (b − a) + Lap(1/ε),
   release â/(â + ẑ): ε-DP.
-* :func:`bounded_ls` — seed 004 Theorem 2: spend ε1 = f·ε on discrete-Laplace
+* :func:`bounded_ls` — LS-bound note Theorem 2: spend ε1 = f·ε on discrete-Laplace
   counts â, b̂ (scale 2/ε1 each), turn them into intervals [a_l, a_u] ∋ a and
   [b_l, b_u] ∋ b that hold except with probability δ, bound
   LS(a, b) = max(b − a, a)/(b² − b) (b > 1) from above by
@@ -54,7 +54,7 @@ def _laplace1() -> Any:
 
 
 def local_sensitivity(a: Any, b: Any) -> np.ndarray:
-    """LS of a/b under add/remove for b > 1: max(b − a, a)/(b² − b) (seed 004)."""
+    """LS of a/b under add/remove for b > 1: max(b − a, a)/(b² − b) (LS-bound note)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     return np.maximum(b - a, a) / (b * b - b)

@@ -1,4 +1,4 @@
-"""SmallDB (Blum, Ligett & Roth 2008; Dwork & Roth 2014, Alg. 5) and seed 002's bounds.
+"""SmallDB (Blum, Ligett & Roth 2008; Dwork & Roth 2014, Alg. 5) and Wang et al. bounds.
 
 SmallDB answers k normalised counting queries q(D) = (1/n)·#{x ∈ D : q(x)} by
 releasing a small synthetic database: the exponential mechanism over all
@@ -10,7 +10,7 @@ every query within α); for |Q| = 1 that is 0, and Hoeffding's
 m = ⌈ln(2|Q|)/(2α²)⌉ — the quantity the existence proof needs — is used
 instead (it is the smaller of the two whenever |Q| ≥ 2).
 
-Accuracy with probability 1 − β (seed 002, Section Three; Dwork & Roth Thm. 4.5
+Accuracy with probability 1 − β (Wang et al., Section Three; Dwork & Roth Thm. 4.5
 for SmallDB, union bound for Laplace with budget ε/k per query):
   Laplace:  α = (k/(εn))·ln(k/β)
   SmallDB:  α = ((16·lg|X|·lg k + 4·ln(1/β))/(εn))^{1/3}.

@@ -3,12 +3,12 @@
 Nissim, Raskhodnikova & Smith 2007 (NRS, Def. 2.2 and Lemma 2.5/2.6) with the
 noise families and calibrations of ``instancedp.noise.calibrate``:
 
-* ``"polyplace"`` — Hladík & Tětek 2024 (seed 001), Thm. 8:
+* ``"polyplace"`` — Hladík & Tětek 2024 (Hladík–Tětek), Thm. 8:
   q(x) + PolyPlace(SS_γ(x)/γ, ε/γ) is ε-DP for 0 < γ < ε;
-* ``"student_t"``, ``"cauchy"`` — Bun & Steinke 2019; NRS (001 Claims 16, 17): ε-DP;
-* ``"laplace"`` — NRS Lemma 2.5 (001 Claim 18): (ε, δ)-DP, needs ``delta``;
+* ``"student_t"``, ``"cauchy"`` — Bun & Steinke 2019; NRS (Hladík–Tětek Claims 16, 17): ε-DP;
+* ``"laplace"`` — NRS Lemma 2.5 (Hladík–Tětek Claim 18): (ε, δ)-DP, needs ``delta``;
 * ``"laplace_log_normal"``, ``"uniform_log_normal"``, ``"arsinh_normal"`` —
-  Bun & Steinke 2019 (seed 003 Prop. 15.1): ½ε²-CDP, reported as ``ZCDP``.
+  Bun & Steinke 2019 (PTR notes Prop. 15.1): ½ε²-CDP, reported as ``ZCDP``.
 
 In every case the smoothness parameter of the sensitivity (β in NRS, t in
 Bun–Steinke) is γ: the release computes ``query.smooth_sensitivity(data, beta=γ)``
@@ -149,7 +149,7 @@ def _family(noise: str) -> str:
 
 
 class SmoothSensitivityMechanism(Mechanism):
-    """q(x) + SS_γ(x)·Z with Z calibrated for the family (NRS 2007; seed 001 Thm. 8).
+    """q(x) + SS_γ(x)·Z with Z calibrated for the family (NRS 2007; Hladík–Tětek Thm. 8).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Releasing stable values by distance to instability (lecture notes 003 §15.1.4;
+"""Releasing stable values by distance to instability (lecture notes PTR notes §15.1.4;
 Thakurta & Smith 2013; Vadhan 2017 §3.3).
 
 d(x) = min{ d(x, x″) : f(x″) ≠ f(x) } − 1 has global sensitivity 1.  The
@@ -148,7 +148,7 @@ def noisy_distance_passes(
 
 
 class StableRelease(Mechanism):
-    """Release f(x) exactly when it is stable: (ε, δ)-DP (003 §15.1.4).
+    """Release f(x) exactly when it is stable: (ε, δ)-DP (PTR notes §15.1.4).
 
     ``StableRelease(query, epsilon, *, delta)``.  ``query`` needs
     ``value(data)`` and ``distance_to_instability(data)`` (for example

@@ -21,7 +21,7 @@ laplace (NRS 2007 Lemma 2.5; Hladík–Tětek Claim 18), needs δ
     fails the exact hockey-stick check at large δ (see :func:`laplace_shift_budget`),
     so instancedp uses the provably safe Z = Lap(1/r),
     r = min(ε, (ε−γ)e^γ, ε + γ − (e^γ−1)ln(1/δ)), (ε, δ)-DP wherever r > 0.
-laplace_log_normal (Bun–Steinke 2019; seed 003 Prop. 15.1), shape ``sigma``
+laplace_log_normal (Bun–Steinke 2019; PTR notes Prop. 15.1), shape ``sigma``
     ε = γ/σ + e^{3σ²/2}·s  ⇒  Z = LLN(σ, e^{3σ²/2}/(ε − γ/σ)), ½ε²-CDP for σ > γ/ε.
 uniform_log_normal (Bun–Steinke 2019), shape ``sigma`` ≥ √2
     ε = γ/σ + e^{3σ²/2}·√(2/(πσ²))·s  ⇒  Z = ULN(σ, e^{3σ²/2}√(2/(πσ²))/(ε − γ/σ)).

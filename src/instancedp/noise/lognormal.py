@@ -2,7 +2,7 @@
 
 Bun & Steinke, "Average-Case Averages: Private Algorithms for Smooth
 Sensitivity and Mean Estimation", NeurIPS 2019, §3 (also the PTR lecture
-notes, seed 003, Prop. 15.1 for the first):
+notes, PTR notes, Prop. 15.1 for the first):
 
 * Laplace log-normal  LLN(σ): Z = X·e^{σY}, X ~ Lap(1), Y ~ N(0, 1);
   Var Z = 2e^{2σ²}.
@@ -208,7 +208,7 @@ class _SymmetricFromTail(NoiseDistribution):
 
 
 class LaplaceLogNormal(_SymmetricFromTail):
-    """scale·X·e^{σY}, X ~ Lap(1), Y ~ N(0, 1) (Bun–Steinke 2019; seed 003 Prop. 15.1)."""
+    """scale·X·e^{σY}, X ~ Lap(1), Y ~ N(0, 1) (Bun–Steinke 2019; PTR notes Prop. 15.1)."""
 
     family = "laplace_log_normal"
     shape_name = "sigma"
