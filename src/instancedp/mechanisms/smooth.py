@@ -3,7 +3,7 @@
 Nissim, Raskhodnikova & Smith 2007 (NRS, Def. 2.2 and Lemma 2.5/2.6) with the
 noise families and calibrations of ``instancedp.noise.calibrate``:
 
-* ``"polyplace"`` — Hladík & Tětek 2024 (Hladík–Tětek), Thm. 8:
+* ``"polyplace"`` — Hladík & Tětek 2024, Thm. 8:
   q(x) + PolyPlace(SS_γ(x)/γ, ε/γ) is ε-DP for 0 < γ < ε;
 * ``"student_t"``, ``"cauchy"`` — Bun & Steinke 2019; NRS (Hladík–Tětek Claims 16, 17): ε-DP;
 * ``"laplace"`` — NRS Lemma 2.5 (Hladík–Tětek Claim 18): (ε, δ)-DP, needs ``delta``;
