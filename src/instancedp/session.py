@@ -491,7 +491,7 @@ class Session:
             mech = build_mechanism(statistic, epsilon, delta, **options)
             return self.release(mech, rng=rng, convert_delta=convert_delta)
         rel = self.relation_for_release(sql=sql, drop_missing=drop_missing)
-        if self._statistic_out_of_core(stat):
+        if self._statistic_out_of_core(stat, sql=sql, rel=rel, options=options):
             from .sources import out_of_core_mechanism
 
             mech = out_of_core_mechanism(statistic, epsilon, delta, neighbours=rel, **options)
@@ -521,13 +521,34 @@ class Session:
         )
 
     # -- data where it lives (instancedp.sources) ---------------------------------
-    def _statistic_out_of_core(self, stat: str) -> bool:
-        """Public rule: databases and Spark always; data files for the aggregate statistics."""
+    def _statistic_out_of_core(
+        self, stat: str, *, sql: str | None, rel: str, options: dict[str, Any]
+    ) -> bool:
+        """Public rule (the request and the kind of input, never the rows).
+
+        Databases and Spark: always (other requests are refused there).  A
+        Parquet file: through DuckDB when the request is one the aggregates
+        serve (count, sum, mean under add/remove, median, quantile; no SQL; no
+        mechanism or option beyond the defaults, bounds, quantile and
+        resolution); any other request, and CSV/JSON files, read the column
+        into memory."""
+        from pathlib import Path
+
         from .sources import OUT_OF_CORE
 
         if self.input_kind in ("sqlite", "postgresql", "spark", "source"):
             return True
-        return self.input_kind == "file" and stat in OUT_OF_CORE
+        if self.input_kind != "file" or Path(str(self._data)).suffix.lower() not in (
+            ".parquet", ".pq"
+        ):
+            return False
+        extra = {k for k, v in options.items()
+                 if v is not None and k not in ("bounds", "quantile", "resolution")}
+        default = {"median": "exponential", "quantile": "exponential", "mean": "sum-count"}
+        if options.get("mechanism") in (None, default.get(stat, "laplace")):
+            extra.discard("mechanism")
+        return (stat in OUT_OF_CORE and sql is None and not extra
+                and not (stat == "mean" and rel != "add_remove"))
 
     def _out_of_core(self, mechanism: Any) -> bool:
         from .sources import CandidateQuantile
