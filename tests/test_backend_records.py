@@ -236,3 +236,35 @@ def test_candidate_grid_is_public_and_covers_the_bounds():
     # relative spacing away from 0 is small: the log chart's promise
     far = c[c > 1e3]
     assert np.max(np.diff(far) / far[:-1]) < 0.01
+
+
+# -- the CLI ----------------------------------------------------------------------------
+
+
+def test_cli_table_and_url_give_the_sessions_record(files, expected):
+    from cli_support import cli
+
+    common = ["--column", "v", "--epsilon", "1", "--owner", "--seed", "11", "--json"]
+    for stat, opts in REQUESTS[:4]:
+        flags = ["--statistic", stat] + (
+            ["--bounds", *map(str, opts["bounds"])] if "bounds" in opts else [])
+        by_table = cli("release", str(files / "t.db"), "--table", "t", *flags, *common)
+        by_url = cli("release", f"sqlite:///{files / 't.db'}", "--sql", "SELECT v FROM t",
+                     *flags, *common)
+        by_parquet = cli("release", str(files / "t.parquet"), *flags, *common)
+        want = json.loads(expected[stat])
+        for r in (by_table, by_url, by_parquet):
+            assert r.returncode == 0, r.stderr
+            got = json.loads(r.stdout)
+            assert {k: got[k] for k in want} == want
+
+
+def test_cli_database_flags_are_checked_before_anything_is_read(files, tmp_path):
+    from cli_support import cli
+
+    r = cli("release", str(files / "t.db"), "--column", "v", "--epsilon", "1", "--owner",
+            "--statistic", "count")
+    assert r.returncode == 2 and "--table" in r.stderr
+    r = cli("release", str(files / "t.parquet"), "--table", "t", "--epsilon", "1", "--owner",
+            "--statistic", "count")
+    assert r.returncode == 2 and "--table applies" in r.stderr

@@ -248,6 +248,12 @@ class Session:
                 "release for files and arrays)",
                 parameter="sql",
             )
+        if sql is not None and analyst:
+            # a query over the whole database could select rows by an aggregate
+            raise ParameterError(
+                "analyst mode releases from a named table: pass table= instead of sql=",
+                parameter="sql",
+            )
         self._where = {"table": table, "sql": sql, "spark": spark}
         self.dataset_id = "default" if dataset_id is None else dataset_id
         self.drop_missing = bool(drop_missing)
