@@ -288,6 +288,13 @@ def release(
         str | None,
         typer.Option(help="Table of the SQLite file or PostgreSQL URL given as FILE."),
     ] = None,
+    resolution: Annotated[
+        float | None,
+        typer.Option(
+            help="Median/quantile from a database, Spark or Parquet: the public candidate "
+            "grid's step (default: a 4,097-point log grid over the bounds)."
+        ),
+    ] = None,
     spark_table: Annotated[
         str | None,
         typer.Option(
@@ -339,6 +346,7 @@ def release(
             convert_delta=zcdp_delta,
             drop_missing=drop_missing,
             **recipe,
+            **({"resolution": resolution} if resolution is not None else {}),
         ),
         guarantee=mech.guarantee,
         budget=budget,
@@ -1073,6 +1081,7 @@ PYTHON_TO_FLAG: tuple[tuple[str, str], ...] = (
 PARAMETER_FLAGS: dict[str, str] = {
     "sql": "--sql",
     "table": "--table",
+    "resolution": "--resolution",
     "column": "--column",
     "bounds": "--bounds",
     "epsilon": "--epsilon",
