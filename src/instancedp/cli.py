@@ -246,12 +246,14 @@ def _run_release(
     analyst: bool = False,
     neighbours: str | None = None,
     chosen: dict[str, Any] | None = None,
+    where: dict[str, Any] | None = None,
 ) -> None:
     """Open the Session, let ``do_release(session, rng)`` release, print the record
     (a summary of what the user chose, in words, or the whole record with ``--json``)."""
 
     rng = _rng(seed)
     extra: dict[str, Any] = {"neighbours": neighbours} if neighbours is not None else {}
+    extra.update(where or {})
     fresh = ledger is not None and not analyst and not Path(ledger).exists()
     try:
         _release_and_print(
@@ -317,8 +319,12 @@ def _release_and_print(
 @app.command()
 def release(
     file: Annotated[
-        Path | None,
-        typer.Argument(help="CSV/TSV/Parquet/JSON file (optional with --sql).", show_default=False),
+        str | None,
+        typer.Argument(
+            help="CSV/TSV/Parquet/JSON file, SQLite file (.sqlite/.db, sqlite:///PATH) or "
+            "postgresql:// URL (optional with --sql or --spark).",
+            show_default=False,
+        ),
     ] = None,
     column: Annotated[str | None, typer.Option(help="Column to use.")] = None,
     statistic: Annotated[
@@ -410,6 +416,24 @@ def release(
     ] = None,
     max_groups: Annotated[int, typer.Option(help="With --id-column: groups per person.")] = 1,
     csv_out: Annotated[bool, typer.Option("--csv", help="With --by: print CSV rows.")] = False,
+    table: Annotated[
+        str | None,
+        typer.Option(help="Table of the SQLite file or PostgreSQL URL given as FILE."),
+    ] = None,
+    resolution: Annotated[
+        float | None,
+        typer.Option(
+            help="Median/quantile from a database, Spark or Parquet: the public candidate "
+            "grid's step (default: a 4,097-point log grid over the bounds)."
+        ),
+    ] = None,
+    spark_table: Annotated[
+        str | None,
+        typer.Option(
+            "--spark",
+            help="Table name in the active (or a new default) SparkSession, instead of FILE.",
+        ),
+    ] = None,
 ) -> None:
     """Release one private statistic of a column, charged to a budget ledger."""
     from .session import build_mechanism
@@ -444,6 +468,11 @@ def release(
     # Validates every public parameter before anything is read or charged.
     mech = build_mechanism(statistic, epsilon, delta, **recipe)
     budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
+    where = _where(file, table, spark_table, sql)
+    if where:
+        file = spark_table if spark_table is not None else file
+        if "sql" in where:
+            sql = None
     if file is None and sql is None:
         raise CLIError('no data: pass a FILE or --sql "SELECT ..."')
     if analyst:
@@ -465,6 +494,7 @@ def release(
             convert_delta=zcdp_delta,
             drop_missing=drop_missing,
             **recipe,
+            **({"resolution": resolution} if resolution is not None else {}),
         ),
         guarantee=mech.guarantee,
         budget=budget,
@@ -476,6 +506,7 @@ def release(
         analyst=analyst,
         neighbours=relation,
         chosen={"statistic": statistic, "column": column, "sql": sql},
+        where=where,
     )
 
 
@@ -574,6 +605,31 @@ def _release_groups(
                       f"'{dataset_id}')")
     console.print("secure      " + ("true" if rel.secure else
                                     "false  <-- SEEDED SIMULATION, NOT A PRIVATE RELEASE"))
+
+
+def _where(
+    file: str | None, table: str | None, spark_table: str | None, sql: str | None
+) -> dict[str, Any]:
+    """Session keywords for data that live in a database or in Spark (docs/backends.md)."""
+    from .sources import input_kind
+
+    if spark_table is not None:
+        if file is not None or table is not None:
+            raise CLIError("--spark TABLE replaces FILE and --table: give one of them")
+        try:
+            from pyspark.sql import SparkSession
+        except ImportError:
+            raise CLIError("--spark needs pyspark: pip install 'instancedp[spark]'") from None
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        return {"spark": spark, **({"sql": sql} if sql is not None else {})}
+    kind = None if file is None else input_kind(file)
+    if kind in ("sqlite", "postgresql"):
+        if (table is None) == (sql is None):
+            raise CLIError(f"a {kind} FILE needs --table T or --sql \"SELECT ...\" (one of them)")
+        return {"table": table} if table is not None else {"sql": sql}
+    if table is not None:
+        raise CLIError("--table applies to a SQLite file or a postgresql:// URL")
+    return {}
 
 
 def _analyst_flags(budget: Any, ledger: Path | None) -> None:
@@ -1224,6 +1280,8 @@ PYTHON_TO_FLAG: tuple[tuple[str, str], ...] = (
 #: Python keyword → flag, for errors that carry ``parameter``
 PARAMETER_FLAGS: dict[str, str] = {
     "sql": "--sql",
+    "table": "--table",
+    "resolution": "--resolution",
     "column": "--column",
     "bounds": "--bounds",
     "epsilon": "--epsilon",

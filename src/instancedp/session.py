@@ -130,7 +130,7 @@ def apply_policy(values: np.ndarray, policy: dict[str, Any]) -> np.ndarray:
 #: the keyword options :meth:`Session.release_statistic` takes beyond its own
 RELEASE_OPTIONS = (
     "mechanism", "bounds", "quantile", "trim", "k", "noise", "gamma", "ptr_bound",
-    "calibration", "vertices",
+    "calibration", "vertices", "resolution",
 )
 
 
@@ -204,6 +204,17 @@ class Session:
     principal:
         Who charges (recorded with each charge, checked against an allowance
         the ledger holds for it); default the OS user.
+    table, sql, spark:
+        Where the data live (see docs/backends.md): ``table=`` names a table
+        of a SQLite file (``.sqlite``/``.sqlite3``/``.db`` or ``sqlite:///``)
+        or of a PostgreSQL URL (``postgresql://…``); ``sql=`` a query over
+        such a database instead; ``spark=`` a ``SparkSession`` in which
+        ``data`` is a table name (a ``pyspark.sql.DataFrame`` needs none).
+        On these inputs, and on Parquet/CSV/JSON files (through DuckDB),
+        count, sum, mean, median and quantile are released from the
+        engine's aggregates without reading the column
+        (:mod:`instancedp.sources`); the choice depends on the kind of input
+        and the statistic only.
     """
 
     def __init__(
@@ -217,8 +228,33 @@ class Session:
         analyst: bool = False,
         neighbours: str | None = None,
         principal: str | None = None,
+        table: str | None = None,
+        sql: str | None = None,
+        spark: Any = None,
     ) -> None:
+        from .sources import input_kind
+
         self._data = data
+        #: the kind of input (public): memory, file, sqlite, postgresql, spark or source
+        self.input_kind = input_kind(data, table=table, spark=spark)
+        if table is not None and self.input_kind not in ("sqlite", "postgresql"):
+            raise ParameterError(
+                "table= names a table of a SQLite file or a PostgreSQL URL",
+                parameter="table",
+            )
+        if sql is not None and self.input_kind not in ("sqlite", "postgresql", "spark"):
+            raise ParameterError(
+                "sql= at the session applies to databases and Spark (pass sql= to each "
+                "release for files and arrays)",
+                parameter="sql",
+            )
+        if sql is not None and analyst:
+            # a query over the whole database could select rows by an aggregate
+            raise ParameterError(
+                "analyst mode releases from a named table: pass table= instead of sql=",
+                parameter="sql",
+            )
+        self._where = {"table": table, "sql": sql, "spark": spark}
         self.dataset_id = "default" if dataset_id is None else dataset_id
         self.drop_missing = bool(drop_missing)
         self.analyst = bool(analyst)
@@ -357,6 +393,10 @@ class Session:
 
         source = resolve(rng)  # a bad rng is refused before anything is charged
         self._check_relation(mechanism, sql=sql, drop_missing=drop_missing)
+        if self._out_of_core(mechanism):
+            return self._release_from_source(
+                mechanism, column, sql, source, convert_delta, drop_missing
+            )
         if self.analyst:
             return self._release_analyst(mechanism, column, sql, source, convert_delta)
         guarantee = mechanism.guarantee
@@ -480,6 +520,21 @@ class Session:
             mech = build_mechanism(statistic, epsilon, delta, **options)
             return self.release(mech, rng=rng, convert_delta=convert_delta)
         rel = self.relation_for_release(sql=sql, drop_missing=drop_missing)
+        if self._statistic_out_of_core(stat, sql=sql, rel=rel, options=options):
+            from .sources import out_of_core_mechanism
+
+            mech = out_of_core_mechanism(statistic, epsilon, delta, neighbours=rel, **options)
+            return self.release(
+                mech, column, sql=sql, rng=rng, convert_delta=convert_delta,
+                drop_missing=drop_missing,
+            )
+        if options.get("resolution") is not None:
+            raise ParameterError(
+                "resolution applies to medians and quantiles released from a database, "
+                "Spark or a data file",
+                parameter="resolution",
+            )
+        options.pop("resolution", None)
         mech = build_mechanism(statistic, epsilon, delta, neighbours=rel, **options)
         if self.analyst:  # n is never read from the rows here: it may be private
             return self.release(mech, column, sql=sql, rng=rng, convert_delta=convert_delta)
@@ -539,6 +594,132 @@ class Session:
                 raise DataError(ANALYST_FAILURE) from None
             raise
 
+    # -- data where it lives (instancedp.sources) ---------------------------------
+    def _statistic_out_of_core(
+        self, stat: str, *, sql: str | None, rel: str, options: dict[str, Any]
+    ) -> bool:
+        """Public rule (the request and the kind of input, never the rows).
+
+        Databases and Spark: always (other requests are refused there).  A
+        Parquet file: through DuckDB when the request is one the aggregates
+        serve (count, sum, mean under add/remove, median, quantile; no SQL; no
+        mechanism or option beyond the defaults, bounds, quantile and
+        resolution); any other request, and CSV/JSON files, read the column
+        into memory."""
+        from pathlib import Path
+
+        from .sources import OUT_OF_CORE
+
+        if self.input_kind in ("sqlite", "postgresql", "spark", "source"):
+            return True
+        if self.input_kind != "file" or Path(str(self._data)).suffix.lower() not in (
+            ".parquet", ".pq"
+        ):
+            return False
+        extra = {k for k, v in options.items()
+                 if v is not None and k not in ("bounds", "quantile", "resolution")}
+        default = {"median": "exponential", "quantile": "exponential", "mean": "sum-count"}
+        if options.get("mechanism") in (None, default.get(stat, "laplace")):
+            extra.discard("mechanism")
+        return (stat in OUT_OF_CORE and sql is None and not extra
+                and not (stat == "mean" and rel != "add_remove"))
+
+    def _out_of_core(self, mechanism: Any) -> bool:
+        from .sources import CandidateQuantile
+
+        if self.input_kind in ("sqlite", "postgresql", "spark", "source"):
+            return True
+        return self.input_kind == "file" and isinstance(mechanism, CandidateQuantile)
+
+    def source(self, sql: str | None = None) -> Any:
+        """The :class:`~instancedp.backends.Source` over the data (opened once per ``sql``).
+
+        Opening reads the schema only (public), never a row."""
+        from .backends import Source, open_source
+
+        if isinstance(self._data, Source):
+            if sql is not None:
+                raise ParameterError(
+                    "sql= does not apply to an opened Source", parameter="sql"
+                )
+            return self._data
+        where = dict(self._where)
+        if sql is not None:
+            if where["table"] is not None or where["sql"] is not None:
+                raise ParameterError(
+                    "give the database's table= or sql= once, at the session or the release",
+                    parameter="sql",
+                )
+            where["sql"] = sql
+        key = ("source", where["sql"])
+        if key not in self._cache:
+            self._cache[key] = open_source(self._data, **where)
+        return self._cache[key]
+
+    def _release_from_source(
+        self, mechanism: Any, column: str | None, sql: str | None, rng: Any,
+        convert_delta: float | None, drop_missing: bool | None,
+    ) -> Any:
+        """Charge, then release from the engine's aggregates (:mod:`instancedp.sources`)."""
+        from .errors import SchemaError
+        from .sources import check_no_missing, release_from_source
+
+        if _is_graph_mechanism(mechanism):
+            raise ParameterError(
+                "graph statistics are not available out of core: pass the edges in memory",
+                parameter="statistic",
+            )
+        if self.analyst and sql is not None:
+            raise ParameterError(
+                "analyst mode on a database, Spark or a data file releases from a whole "
+                "table: name it (table=) instead of passing sql=",
+                parameter="sql",
+            )
+        guarantee = mechanism.guarantee
+        src = self.source(sql)  # the schema only
+        if column is not None and column not in src.columns:
+            from .errors import did_you_mean
+
+            raise SchemaError(
+                f"unknown column {column!r}: the columns are {', '.join(src.columns)}"
+                + did_you_mean(column, src.columns)
+            )
+        drop = self.analyst or (self.drop_missing if drop_missing is None else bool(drop_missing))
+        if not drop:  # owner mode: the owner sees their own data's problems
+            check_no_missing(src, column)
+        self.ledger.price(self.dataset_id, guarantee, convert_delta)  # CompositionError early
+        params = mechanism.parameters()
+        policy = None
+        if self.analyst:
+            # NULL/NaN dropped, every other value (±inf included) clamped to the bounds:
+            # row-by-row maps, so neighbouring tables stay neighbours.
+            policy = {"missing": "drop", "out_of_range": "clamp", "infinite": "clamp",
+                      "added_public_row": None}
+            params = {**params, "input_policy": policy}
+        charge = self.ledger.charge(
+            self.dataset_id,
+            guarantee,
+            mechanism=getattr(mechanism, "name", type(mechanism).__name__),
+            parameters=params,
+            convert_delta=convert_delta,
+            principal=self.principal,
+        )
+        try:
+            release = release_from_source(mechanism, src, column, rng, missing="drop")
+        except Exception:
+            self._mark(charge.id, "failed")
+            if self.analyst:  # the cause may depend on the rows
+                raise DataError(ANALYST_FAILURE) from None
+            raise
+        self._mark(charge.id, "released")
+        if policy is None:
+            return release
+        import dataclasses
+
+        return dataclasses.replace(
+            release, parameters={**dict(release.parameters), "input_policy": policy}
+        )
+
     def _check_relation(
         self, mechanism: Any, *, sql: str | None, drop_missing: bool | None
     ) -> None:
@@ -595,6 +776,12 @@ class Session:
             pass
 
     def close(self) -> None:
+        from .backends import Source
+
+        for key, value in list(self._cache.items()):
+            if isinstance(key, tuple) and key[0] == "source" and not isinstance(self._data, Source):
+                value.close()
+                del self._cache[key]
         self.ledger.close()
 
     def __enter__(self) -> Session:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError
+from ..queries import means as _means
 
 __all__ = [
     "Missing",
@@ -106,12 +107,11 @@ def check_ranks(start: int, stop: int) -> tuple[int, int]:
 
 
 def fixed_point_exponent(lo: float, hi: float, shift: bool = False) -> int:
-    """s = 52 − E with E the smallest integer such that 2^E ≥ M (M = max(|lo|, |hi|)).
-
-    With ``shift`` the range is D = fl(hi − lo) (the origin moves to lo).
-    M = 0 gives s = 52 (every term is 0 anyway).
-    """
-    lo, hi = check_bounds(lo, hi)
+    """s = 52 − E with E the smallest integer such that 2^E ≥ M (M = max(|lo|, |hi|));
+    with ``shift`` M = fl(hi − lo).  The rule's one home is
+    :func:`instancedp.queries.means.fixed_point_exponent`; this adds the
+    backends' bound check."""
+    lo, hi = check_bounds(lo, hi)  # lo == hi allowed here (every term is then equal)
     m = (hi - lo) if shift else max(abs(lo), abs(hi))
     if not math.isfinite(m):
         raise ParameterError(
@@ -119,11 +119,7 @@ def fixed_point_exponent(lo: float, hi: float, shift: bool = False) -> int:
             parameter="bounds",
             allowed="hi − lo finite",
         )
-    if m == 0.0:
-        return 52
-    frac, e = math.frexp(m)  # m = frac·2^e, 0.5 ≤ frac < 1
-    big_e = e - 1 if frac == 0.5 else e
-    return 52 - big_e
+    return _means.grid_exponent(m)
 
 
 def apply_missing(values: Any, missing: Missing = "drop") -> np.ndarray:

@@ -73,6 +73,7 @@ __all__ = [
 # truncated onto a grid 2^−s fixed by the public bounds alone, and the grid
 # units are summed as an exact integer.
 
+_DBL_MAX = Fraction(np.finfo(np.float64).max)
 _HALF = 1 << 26  # split of the 53-bit units into two int64-safe halves
 
 
@@ -93,7 +94,11 @@ def fixed_point_exponent(lower: float, upper: float, *, shift: bool = False) -> 
     a positive finite double (e.g. bounds (−1e308, 1e308): hi − lo overflows).
     """
     lo, hi = _validate.bounds(lower, upper)
-    m = finite_range(lo, hi) if shift else max(abs(lo), abs(hi))
+    return grid_exponent(finite_range(lo, hi) if shift else max(abs(lo), abs(hi)))
+
+
+def grid_exponent(m: float) -> int:
+    """s = 52 − E, E the smallest integer with 2^E ≥ m (m ≥ 0 finite; m = 0 gives 52)."""
     f, e = math.frexp(m)
     return 52 - (e - 1 if f == 0.5 else e)
 
@@ -141,6 +146,14 @@ def exact_clamped_sum(values: Any, lower: float, upper: float, *, shift: bool = 
         low = chunk - high * _HALF  # exact, |low| < 2^26
         total += int(high.astype(np.int64).sum()) * _HALF + int(low.astype(np.int64).sum())
     return total
+
+
+def fixed_point_value(total: int, exponent: int) -> float:
+    """S·2^−s as the nearest double, saturated at ±the largest double.
+
+    Saturation is 1-Lipschitz, so no data-dependent overflow reaches the noise."""
+    exact = Fraction(total) / Fraction(2) ** exponent
+    return float(max(min(exact, _DBL_MAX), -_DBL_MAX))
 
 
 def exact_mean(values: Any, lower: float, upper: float) -> tuple[Fraction, int]:

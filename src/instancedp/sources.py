@@ -1,0 +1,371 @@
+"""Releases from a backend's sufficient statistics (the Session's out-of-core path).
+
+:func:`instancedp.backends.open_source` gives a :class:`~instancedp.backends.Source`
+whose methods return small aggregates.  This module turns a statistic's
+request into a mechanism whose input is such an aggregate, and releases it
+through the mechanism's own noise code, so that every engine (numpy, DuckDB,
+SQLite, PostgreSQL, Spark) gives the same record for the same rows and seed.
+
+Which path a release takes depends on public facts only: the *kind* of input
+(:func:`input_kind`: an in-memory array or frame, a file path, a database URL
+or file, a Spark DataFrame or table) and the statistic requested — never on
+the number of rows.
+
+=============  =================================================================
+statistic      out-of-core mechanism and the aggregate it reads
+=============  =================================================================
+``count``      Laplace on the count (``count``)
+``sum``        Laplace on the exact sum on the public fixed-point grid
+               (``count_and_sum``)
+``mean``       noisy shifted sum ÷ noisy count (``count_and_sum`` with
+               ``shift=True``); add/remove neighbours only
+``median``,    the exponential mechanism on a public candidate grid
+``quantile``   (:class:`CandidateQuantile`, ``histogram``)
+=============  =================================================================
+
+Other statistics need more than these aggregates: on a database or Spark they
+are refused from the request (``ParameterError``, "not available out of
+core"); a local Parquet/CSV file is read into memory for them (the in-memory
+path, as before).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import _validate
+from .errors import DataError, ParameterError
+from .mechanisms.base import Mechanism, OutputDistribution, atoms_law
+from .mechanisms.quantile import (
+    _LOG_SCALE_FRACTION,
+    _check_q,
+    grid_quantile_from_counts,
+    log_scale_map,
+    score_sensitivity,
+)
+from .privacy import PureDP
+from .queries.means import fixed_point_exponent, fixed_point_value
+from .random import resolve
+
+__all__ = [
+    "OUT_OF_CORE",
+    "DEFAULT_CELLS",
+    "MAX_CANDIDATES",
+    "CandidateQuantile",
+    "input_kind",
+    "out_of_core_mechanism",
+    "release_from_source",
+]
+
+#: statistics released from a backend's aggregates
+OUT_OF_CORE = ("count", "sum", "mean", "median", "quantile")
+#: cells of the default candidate grid (the log chart, see :class:`CandidateQuantile`)
+DEFAULT_CELLS = 4096
+#: largest candidate grid (a histogram of this many cells is one small aggregate)
+MAX_CANDIDATES = 65_536
+
+_FILE_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv", ".json", ".jsonl", ".ndjson")
+
+
+def input_kind(data: Any, *, table: str | None = None, spark: Any = None) -> str:
+    """``"memory"``, ``"file"`` (DuckDB), ``"sqlite"``, ``"postgresql"``, ``"spark"``
+    or ``"source"`` (an opened :class:`~instancedp.backends.Source`).
+
+    Public facts only: the input's type and name, never its rows.
+    """
+    import os
+    from pathlib import Path
+
+    from .backends import _SQLITE_SUFFIXES, Source
+    from .backends.spark import is_spark_dataframe
+
+    if isinstance(data, Source):
+        return "source"
+    if spark is not None or is_spark_dataframe(data):
+        return "spark"
+    if isinstance(data, str) and data.startswith(("postgresql://", "postgres://")):
+        return "postgresql"
+    if isinstance(data, str | os.PathLike):
+        text = str(data)
+        suffix = Path(text).suffix.lower()
+        if text.startswith("sqlite:///") or suffix in _SQLITE_SUFFIXES:
+            return "sqlite"
+        if suffix in _FILE_SUFFIXES or (suffix == ".gz" and Path(text[:-3]).suffix):
+            return "file"
+    return "memory"
+
+
+# -- the quantile on public candidates ------------------------------------------------
+
+
+class CandidateQuantile(Mechanism):
+    """ε-DP q-quantile: the exponential mechanism over a public candidate grid.
+
+    Candidates c_0 < … < c_{K−1} come from public parameters only:
+
+    * ``resolution=r``: c_k = min(lower + k·r, upper), k = 0 … ⌊(upper − lower)/r⌋
+      (at most :data:`MAX_CANDIDATES`);
+    * otherwise the log base measure's chart φ(t) = sign(t)·log1p(|t|/λ),
+      λ = (upper − lower)·10⁻⁴, cut into ``cells`` (default
+      :data:`DEFAULT_CELLS`) equal cells: c_k = φ⁻¹(φ(lower) + k·(φ(upper) −
+      φ(lower))/cells), ends set to the bounds (relative spacing ≈ 0.4 % of
+      |t| away from 0 on bounds spanning 10⁶ λ).
+
+    Each row is clamped to the bounds and assigned to its nearest candidate
+    (cell edges are the midpoints; a row on a midpoint goes up).  With b_k and
+    a_k the rows assigned below and above c_k, the score is
+    s_k = |(1 − q)·b_k − q·a_k| and c_k is released with probability
+    ∝ exp(−ε·s_k/(2Δ)), Δ = ``score_sensitivity(q, neighbours)``.
+
+    Guarantee (McSherry & Talwar 2007, Thm. 6): ε-DP under add/remove and
+    under substitution.  Proof sketch: the assignment is a row-by-row map
+    fixed by public parameters, so neighbouring tables give assignments that
+    differ in one row (add/remove: one count moves by 1; substitution: one
+    row moves between two candidates).  Then every b_k, a_k moves by at most
+    1 (add/remove: one of them; substitution: possibly both, in opposite
+    directions), so |s_k − s'_k| ≤ Δ with Δ = max(q, 1 − q) (add/remove) or
+    1 (substitution) — :func:`~instancedp.mechanisms.quantile.score_sensitivity`
+    — and the exponential mechanism with weight exp(−ε·s/(2Δ)) is ε-DP.
+
+    Its input is the histogram of the candidates' cells, one aggregate any
+    engine computes; :meth:`release` on an array computes the same histogram
+    in memory.
+    """
+
+    name = "candidate_quantile"
+
+    def __init__(
+        self,
+        query: Any,
+        epsilon: float,
+        *,
+        resolution: float | None = None,
+        cells: int | None = None,
+    ) -> None:
+        self.query = query
+        self.q = _check_q(query.q)
+        self.lower, self.upper = float(query.lower), float(query.upper)
+        self.epsilon = _validate.epsilon(epsilon)
+        self.delta = None
+        self.neighbours = getattr(query, "neighbours", "add_remove")
+        score_sensitivity(self.q, self.neighbours)
+        if resolution is not None and cells is not None:
+            raise ParameterError(
+                "give resolution or cells, not both", parameter="cells", allowed="None"
+            )
+        self.resolution = (
+            None if resolution is None else _validate.finite_positive(resolution, "resolution")
+        )
+        if self.resolution is not None:
+            count = math.floor((self.upper - self.lower) / self.resolution) + 1
+            if count > MAX_CANDIDATES:
+                raise ParameterError(
+                    f"resolution gives {count} candidates between the bounds; at most "
+                    f"{MAX_CANDIDATES} are allowed: choose a coarser resolution",
+                    parameter="resolution",
+                    allowed=f">= (upper - lower) / {MAX_CANDIDATES - 1}",
+                )
+            k = np.arange(count, dtype=np.float64)
+            cand = np.minimum(self.lower + k * self.resolution, self.upper)
+            self.cells = None
+            self.log_scale = None
+        else:
+            self.cells = DEFAULT_CELLS if cells is None else int(cells)
+            if not (isinstance(cells, int | type(None)) and 1 <= self.cells < MAX_CANDIDATES):
+                raise ParameterError(
+                    f"cells must be an integer in [1, {MAX_CANDIDATES - 1}], got {cells!r}",
+                    parameter="cells",
+                    allowed=f"1 … {MAX_CANDIDATES - 1}",
+                )
+            self.log_scale = (self.upper - self.lower) * _LOG_SCALE_FRACTION
+            phi, phi_inv = log_scale_map(self.log_scale)
+            u = np.linspace(float(phi(self.lower)), float(phi(self.upper)), self.cells + 1)
+            cand = np.clip(phi_inv(u), self.lower, self.upper)
+            cand[0], cand[-1] = self.lower, self.upper
+        self.candidates = np.unique(cand + 0.0)
+        mids = self.candidates[:-1] / 2 + self.candidates[1:] / 2  # no overflow near ±max
+        self.edges = np.concatenate(([self.lower], mids, [self.upper]))
+        if np.any(np.diff(self.edges) <= 0):
+            raise ParameterError(
+                "the bounds are too close for this candidate grid (two candidates share a "
+                "cell): choose a coarser resolution or fewer cells",
+                parameter="resolution" if self.resolution is not None else "cells",
+            )
+
+    @property
+    def guarantee(self) -> PureDP:
+        return PureDP(self.epsilon)
+
+    def mechanism_parameters(self) -> dict[str, Any]:
+        grid: dict[str, Any] = (
+            {"kind": "resolution", "resolution": self.resolution}
+            if self.resolution is not None
+            else {"kind": "log_chart", "cells": self.cells, "log_scale": self.log_scale}
+        )
+        return {
+            "q": self.q,
+            "lower": self.lower,
+            "upper": self.upper,
+            "score_sensitivity": score_sensitivity(self.q, self.neighbours),
+            "candidates": {**grid, "count": int(self.candidates.size)},
+        }
+
+    def _state(self, data: Any) -> np.ndarray:
+        """The cell counts (the only thing read from the rows)."""
+        from .backends import numpy as ref
+
+        return ref.histogram(data, self.edges)
+
+    def _draw(self, state: np.ndarray, source: Any, size: int | None) -> Any:
+        if size is None:
+            return grid_quantile_from_counts(
+                self.candidates, state, self.q, self.epsilon, self.neighbours, source
+            )
+        return np.array([self._draw(state, source, None) for _ in range(int(size))])
+
+    def output_distribution(self, data: Any) -> OutputDistribution:
+        """Exact law: c_k with probability exp(−ε·s_k/(2Δ)) / Σ_j exp(−ε·s_j/(2Δ)).
+
+        Computed from the same counts as :meth:`release` (McSherry & Talwar
+        2007); the weights are normalised in log space."""
+        from .mechanisms.quantile import quantile_scores
+
+        counts = self._state(data).astype(np.int64)
+        n = int(counts.sum())
+        below = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        above = n - below - counts
+        logw = -self.epsilon * quantile_scores(below, above, self.q) / (
+            2.0 * score_sensitivity(self.q, self.neighbours)
+        )
+        p = np.exp(logw - logw.max())
+        return atoms_law(self.candidates.tolist(), p / p.sum())
+
+
+# -- from a request to an out-of-core mechanism ----------------------------------------
+
+
+def out_of_core_mechanism(
+    statistic: str,
+    epsilon: float,
+    delta: float | None = None,
+    *,
+    neighbours: str = "add_remove",
+    mechanism: str | None = None,
+    bounds: tuple[float, float] | None = None,
+    quantile: float | None = None,
+    resolution: float | None = None,
+    **other: Any,
+) -> Any:
+    """The mechanism a backend release uses, from the public request only.
+
+    Raises ``ParameterError`` for a statistic or option this path does not
+    offer ("not available out of core")."""
+    from .recipes import build_mechanism, build_query
+
+    stat = str(statistic).lower().replace("_", "-")
+    used = {k: v for k, v in other.items() if v is not None}
+    if stat not in OUT_OF_CORE or used:
+        what = f"statistic={statistic!r}" if stat not in OUT_OF_CORE else (
+            ", ".join(f"{k}=" for k in used))
+        raise ParameterError(
+            f"{what} is not available out of core (a database, Spark or a data file "
+            f"releases {', '.join(OUT_OF_CORE)} from aggregates): read the column into "
+            "memory first and pass the array",
+            parameter="statistic" if stat not in OUT_OF_CORE else next(iter(used)),
+            allowed=", ".join(OUT_OF_CORE),
+        )
+    if stat in ("median", "quantile"):
+        if mechanism not in (None, "exponential"):
+            raise ParameterError(
+                f"mechanism={mechanism!r} is not available out of core for {stat}: "
+                "the exponential mechanism on public candidates is",
+                parameter="mechanism",
+                allowed="exponential",
+            )
+        if delta is not None:
+            raise ParameterError(
+                "the out-of-core quantile is pure epsilon-DP: leave delta unset",
+                parameter="delta",
+                allowed="None",
+            )
+        query = build_query(stat, bounds=bounds, quantile=quantile, neighbours=neighbours)
+        return CandidateQuantile(query, epsilon, resolution=resolution)
+    if resolution is not None:
+        raise ParameterError(
+            "resolution applies to medians and quantiles", parameter="resolution",
+            allowed="None",
+        )
+    default = {"count": "laplace", "sum": "laplace", "mean": "sum-count"}[stat]
+    if mechanism not in (None, default):
+        raise ParameterError(
+            f"mechanism={mechanism!r} is not available out of core for {stat}: {default} is",
+            parameter="mechanism",
+            allowed=default,
+        )
+    if stat == "mean" and neighbours != "add_remove":
+        raise ParameterError(
+            "the out-of-core mean is the noisy sum ÷ noisy count, an add/remove mechanism: "
+            "use neighbours='add_remove'",
+            parameter="neighbours",
+            allowed="add_remove",
+        )
+    return build_mechanism(
+        stat, epsilon, delta, mechanism=default, bounds=bounds, neighbours=neighbours
+    )
+
+
+def _sum_value(total: int, lower: float, upper: float, shift: bool) -> float:
+    return fixed_point_value(total, fixed_point_exponent(lower, upper, shift=shift))
+
+
+def release_from_source(
+    mechanism: Any, source: Any, column: str | None, rng: Any = None, *, missing: Any = "drop"
+) -> Any:
+    """Release ``mechanism`` (from :func:`out_of_core_mechanism`) on ``source``'s aggregates.
+
+    The draw is the mechanism's own (``_draw`` / the same Laplace draws as its
+    ``release``), so the record equals ``mechanism.release(column_array)``'s
+    for the same rows and seed."""
+    from .mechanisms.global_noise import LaplaceMechanism
+    from .mechanisms.sum_count import NoisySumOverCount
+    from .queries.counts import Count, Sum
+
+    rs = resolve(rng)
+    if isinstance(mechanism, CandidateQuantile):
+        counts = source.histogram(column, mechanism.edges, missing=missing)
+        return mechanism._record(mechanism._draw(counts, rs, None), rs)
+    if isinstance(mechanism, NoisySumOverCount):
+        n, total = source.count_and_sum(
+            column, mechanism.lower, mechanism.upper, shift=True, missing=missing
+        )
+        s_value = _sum_value(total, mechanism.lower, mechanism.upper, True)
+        # the draws of NoisySumOverCount.release: the sum's noise, then the count's
+        s = mechanism._sum._draw(s_value, rs, None)
+        c = mechanism._count._draw(float(n), rs, None)
+        mean = min(max(s / max(c, 1.0), 0.0), mechanism.range)
+        return mechanism._record(mechanism.lower + mean, rs)
+    if isinstance(mechanism, LaplaceMechanism) and isinstance(mechanism.query, Count):
+        state = float(source.count(column, missing=missing))
+    elif isinstance(mechanism, LaplaceMechanism) and isinstance(mechanism.query, Sum):
+        q = mechanism.query
+        _, total = source.count_and_sum(column, q.lower, q.upper, missing=missing)
+        state = _sum_value(total, q.lower, q.upper, False)
+    else:
+        raise ParameterError(
+            f"{getattr(mechanism, 'name', type(mechanism).__name__)} is not available out "
+            "of core", parameter="mechanism",
+        )
+    return mechanism._record(mechanism._draw(state, rs, None), rs)
+
+
+def check_no_missing(source: Any, column: str | None) -> None:
+    """Owner mode without ``drop_missing``: refuse NULL/NaN rows (as the in-memory path does)."""
+    if source.count(column, missing=0.0) != source.count(column, missing="drop"):
+        raise DataError(
+            f"column {column!r} has missing values (NULL or NaN): pass drop_missing=True to "
+            "drop them"
+        )
+
