@@ -231,7 +231,22 @@ def _public_width(query: Any) -> float:
 def _exp_quantile_build(query: Any, epsilon: float, delta: float | None) -> Any:
     from .mechanisms import ExponentialQuantile
 
-    return ExponentialQuantile(float(getattr(query, "q", 0.5)), query.lower, query.upper, epsilon)
+    # the release default (recipes): the log base, the query's own relation
+    return ExponentialQuantile(query, epsilon, base="log")
+
+
+def _unbounded_build(query: Any, epsilon: float, delta: float | None) -> Any:
+    from .mechanisms.unbounded import UnboundedQuantile
+
+    return UnboundedQuantile(float(getattr(query, "q", 0.5)), epsilon, neighbours=query.neighbours)
+
+
+def _sum_over_count_build(query: Any, epsilon: float, delta: float | None) -> Any:
+    from .mechanisms.sum_count import NoisySumOverCount
+
+    if query.neighbours != "add_remove":
+        raise ValueError("noisy sum ÷ noisy count is the add/remove mean")
+    return NoisySumOverCount(query.lower, query.upper, epsilon)
 
 
 def _smooth_build(query: Any, epsilon: float, delta: float | None) -> Any:
@@ -258,8 +273,43 @@ def _load_builtins() -> None:
         SmoothSensitivityMechanism,
         StableRelease,
     )
+    from .mechanisms.inverse import InverseSensitivity
+    from .mechanisms.sum_count import NoisySumOverCount
+    from .mechanisms.unbounded import UnboundedQuantile
+    from .sources import CandidateQuantile
 
     builtins = [
+        Entry(
+            UnboundedQuantile.name,
+            UnboundedQuantile,
+            "quantile without bounds: above-threshold over a geometric grid (pure ε-DP; "
+            "Durfee 2023)",
+            ("median", "quantile"),
+            build=_unbounded_build,
+        ),
+        Entry(
+            NoisySumOverCount.name,
+            NoisySumOverCount,
+            "mean under add/remove: noisy exact sum ÷ noisy count, ε split in half (pure ε-DP)",
+            ("mean",),
+            build=_sum_over_count_build,
+            exemption="a ratio of two Laplace releases: no closed-form density; each part is "
+            "the Laplace mechanism, audited as such",
+        ),
+        Entry(
+            InverseSensitivity.name,
+            InverseSensitivity,
+            "t with probability ∝ exp(−ε·len(x; t)/2), len = changes to reach t (pure ε-DP; "
+            "Asi & Duchi 2020)",
+            ("median", "quantile"),
+        ),
+        Entry(
+            CandidateQuantile.name,
+            CandidateQuantile,
+            "quantile on a public candidate grid from counts per cell, for data in a database "
+            "(pure ε-DP; McSherry & Talwar 2007)",
+            ("median", "quantile"),
+        ),
         Entry(
             "laplace",
             LaplaceMechanism,

@@ -31,6 +31,8 @@ _NAMES = {
     "level_rates": "levels",
     "check_instance_noise": "levels",
     "SmallDB": "smalldb",
+    "NoisySumOverCount": "sum_count",
+    "CandidateQuantile": ".sources",  # the out-of-core quantile lives beside the backends
     "JointQuantiles": "joint_quantiles",
     "RecursiveQuantiles": "recursive_quantiles",
     "IndependentQuantiles": "independent_quantiles",
