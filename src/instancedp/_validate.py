@@ -13,15 +13,17 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ParameterError
+
 
 def finite_positive(value: Any, name: str) -> float:
     """A finite number > 0."""
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}") from None
+        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}") from None
     if not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
     return v
 
 
@@ -36,9 +38,9 @@ def delta(value: Any, name: str = "delta", *, allow_zero: bool = True) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in {rng}, got {value!r}") from None
+        raise ParameterError(f"{name} must be a number in {rng}, got {value!r}") from None
     if not math.isfinite(v) or v < 0 or v >= 1 or (v == 0 and not allow_zero):
-        raise ValueError(f"{name} must be a number in {rng}, got {value!r}")
+        raise ParameterError(f"{name} must be a number in {rng}, got {value!r}")
     return v
 
 
@@ -47,9 +49,9 @@ def nonnegative(value: Any, name: str) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}") from None
+        raise ParameterError(f"{name} must be a finite number >= 0, got {value!r}") from None
     if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        raise ParameterError(f"{name} must be a finite number >= 0, got {value!r}")
     return v
 
 
@@ -58,26 +60,26 @@ def in_open_interval(value: Any, name: str, low: float, high: float) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be in ({low:g}, {high:g}), got {value!r}") from None
+        raise ParameterError(f"{name} must be in ({low:g}, {high:g}), got {value!r}") from None
     if not (math.isfinite(v) and low < v < high):
-        raise ValueError(f"{name} must be in ({low:g}, {high:g}), got {value!r}")
+        raise ParameterError(f"{name} must be in ({low:g}, {high:g}), got {value!r}")
     return v
 
 
 def bounds(lower: Any, upper: Any) -> tuple[float, float]:
     """Public data bounds: both finite and lower < upper."""
     if lower is None or upper is None:
-        raise ValueError("bounds are required: pass lower and upper (finite, lower < upper)")
+        raise ParameterError("bounds are required: pass lower and upper (finite, lower < upper)")
     try:
         lo, hi = float(lower), float(upper)
     except (TypeError, ValueError):
-        raise ValueError(
+        raise ParameterError(
             f"bounds must be finite numbers with lower < upper, got ({lower!r}, {upper!r})"
         ) from None
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise ValueError(f"bounds must be finite, got lower={lower!r}, upper={upper!r}")
+        raise ParameterError(f"bounds must be finite, got lower={lower!r}, upper={upper!r}")
     if lo >= hi:
-        raise ValueError(
+        raise ParameterError(
             f"bounds reversed or empty: need lower < upper, got lower={lo:g}, upper={hi:g}"
         )
     return lo, hi
@@ -92,21 +94,21 @@ def data_array(data: Any, *, drop_missing: bool = False, name: str = "data") -> 
     try:
         arr = np.asarray(data, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be numeric (a 1-D array of numbers)") from None
+        raise ParameterError(f"{name} must be numeric (a 1-D array of numbers)") from None
     if arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+        raise ParameterError(f"{name} must be 1-D, got shape {arr.shape}")
     bad = ~np.isfinite(arr)
     n_bad = int(bad.sum())
     if n_bad:
         if drop_missing:
             arr = arr[~bad]
         else:
-            raise ValueError(
+            raise ParameterError(
                 f"{name} contains {n_bad} NaN/inf value(s) out of {arr.size}; "
                 "clean them or pass drop_missing=True"
             )
     if arr.size == 0:
-        raise ValueError(f"{name} is empty: at least one value is required")
+        raise ParameterError(f"{name} is empty: at least one value is required")
     return arr

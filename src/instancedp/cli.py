@@ -1344,6 +1344,7 @@ def _one_line(msg: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: runs the app and turns errors into one line + exit code."""
+    from .errors import InstanceDPError
     from .ledger import BudgetExceeded
 
     _whole_words()
@@ -1360,7 +1361,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_BUDGET)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except ValueError as exc:  # InstanceDPError subclasses and CLIError
+    except (InstanceDPError, CLIError) as exc:  # the library's own errors: bad input
         print(f"error: {cli_message(exc)}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DataError, SchemaError
+from .errors import DataError, ParameterError, SchemaError
 
 __all__ = [
     "DataError",
@@ -286,7 +286,7 @@ def _sql_table(obj: Any) -> Any:
         if arr.ndim == 2 and 1 in arr.shape:
             arr = arr.reshape(-1)
         if arr.ndim != 1:
-            raise ValueError("not 1-D")
+            raise ParameterError("not 1-D")
         return pa.table({"value": pa.array(arr.tolist() if arr.dtype == object else arr)})
     if isinstance(obj, np.ndarray):  # structured: one column per field
         return pa.table({n: obj[n] for n in obj.dtype.names})

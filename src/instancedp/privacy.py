@@ -283,7 +283,7 @@ def advanced_composition(guarantee: PureDP | ApproxDP, k: int, delta_prime: floa
     (ε√(2k ln(1/δ′)) + kε(e^ε − 1), kδ + δ′)-DP.  Returns the better of this
     and basic composition (kε, kδ + δ′ is never needed: basic is kε, kδ)."""
     if not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        raise ParameterError(f"k must be an integer >= 1, got {k!r}")
     dp = _validate.delta(delta_prime, "delta_prime", allow_zero=False)
     g = guarantee.to_approx()
     eps, dl = g.epsilon, g.delta
@@ -296,7 +296,7 @@ def advanced_composition(guarantee: PureDP | ApproxDP, k: int, delta_prime: floa
 def compose(guarantees: list[Guarantee]) -> Guarantee:
     """Basic composition of a list (zCDP-aware: all zCDP or pure → zCDP if any zCDP)."""
     if not guarantees:
-        raise ValueError("guarantees must be a non-empty list")
+        raise ParameterError("guarantees must be a non-empty list")
     total = guarantees[0]
     for g in guarantees[1:]:
         total = total + g

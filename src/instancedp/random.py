@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ParameterError
+
 _TWO_M53 = 2.0**-53
 
 
@@ -44,7 +46,7 @@ class RandomSource(ABC):
     def integers(self, high: int) -> int:
         """Uniform integer in [0, high) by rejection (no modulo bias)."""
         if high <= 0:
-            raise ValueError(f"high must be >= 1, got {high}")
+            raise ParameterError(f"high must be >= 1, got {high}")
         nbytes = (int(high - 1).bit_length() + 7) // 8 or 1
         limit = (256**nbytes // high) * high
         while True:

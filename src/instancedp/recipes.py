@@ -447,7 +447,7 @@ def build_mechanism(
 def check_input(statistic: str, data: np.ndarray) -> None:
     """Own-input checks a statistic needs beyond numeric/non-empty (before any charge)."""
     if statistic == "ratio" and not np.isin(data, (0.0, 1.0)).all():
-        raise ValueError(
+        raise ParameterError(
             "statistic 'ratio' needs a column of 0/1 flags (1 = counted in the numerator, "
             "every row in the denominator): select or compute one with sql"
         )

@@ -245,7 +245,7 @@ def _sum_over_count_build(query: Any, epsilon: float, delta: float | None) -> An
     from .mechanisms.sum_count import NoisySumOverCount
 
     if query.neighbours != "add_remove":
-        raise ValueError("noisy sum ÷ noisy count is the add/remove mean")
+        raise ParameterError("noisy sum ÷ noisy count is the add/remove mean")
     return NoisySumOverCount(query.lower, query.upper, epsilon)
 
 

@@ -32,6 +32,7 @@ import numpy as np
 from scipy import stats
 
 from .. import _validate
+from ..errors import ParameterError
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def check_sampling(
     ``law`` overrides the declared law (e.g. a coarser quadrature)."""
     m = int(samples)
     if m < 20:
-        raise ValueError(f"samples must be an integer >= 20, got {samples!r}")
+        raise ParameterError(f"samples must be an integer >= 20, got {samples!r}")
     level = _validate.in_open_interval(level, "level", 0.0, 1.0)
     law = mechanism.output_distribution(data) if law is None else law
     draws = mechanism.sample(data, m, _source(seed, exact))

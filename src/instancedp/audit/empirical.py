@@ -57,6 +57,7 @@ import numpy as np
 from scipy.stats import beta as beta_dist
 
 from .. import _validate
+from ..errors import ParameterError
 
 _SPECIALS = ("⊥", "nan", "+inf", "-inf")
 
@@ -355,7 +356,7 @@ def _call(sampler: Callable, m: int, gen: np.random.Generator) -> Any:
     if isinstance(out, np.ndarray):
         out = out.ravel() if out.ndim > 1 and out.shape[1:] == (1,) else out
     if len(out) != m:
-        raise ValueError(f"sampler must return {m} outputs, got {len(out)}")
+        raise ParameterError(f"sampler must return {m} outputs, got {len(out)}")
     return out
 
 
@@ -392,10 +393,10 @@ def empirical_audit(
     eps = _validate.nonnegative(epsilon, "epsilon")
     dl = _validate.delta(delta)
     if not isinstance(samples, (int, np.integer)) or samples < 20:
-        raise ValueError(f"samples must be an integer >= 20, got {samples!r}")
+        raise ParameterError(f"samples must be an integer >= 20, got {samples!r}")
     a = _validate.in_open_interval(alpha, "alpha", 0.0, 1.0)
     if not isinstance(events, int) or events < 1:
-        raise ValueError(f"events must be an integer >= 1, got {events!r}")
+        raise ParameterError(f"events must be an integer >= 1, got {events!r}")
     t0 = time.perf_counter()
     gen = np.random.default_rng(seed)
     gx, gy = gen.spawn(2)

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import ParameterError
 from .profile import check_distributions
 
 #: Public bounds of the numeric harness queries, and a huge-magnitude pair.
@@ -100,7 +101,7 @@ def neighbour_pairs(relation: str, datasets: Sequence[Any], values: Sequence[Any
             if len(x):
                 pairs += [(x, (v, *x[1:])) for v in values if v != x[0]]
         else:
-            raise ValueError(f"unknown neighbour relation {relation!r}")
+            raise ParameterError(f"unknown neighbour relation {relation!r}")
     return pairs
 
 

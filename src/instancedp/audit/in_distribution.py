@@ -28,6 +28,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from .. import _validate
+from ..errors import ParameterError
 
 # The search window reaches the 1e-17 quantiles of every noise: the mass left
 # outside it is at most 2e-17 and is attributed by the sign at the window's edge.
@@ -79,9 +80,9 @@ def in_distribution(
     center = float(center)
     nbrs = [(float(c), z) for c, z in neighbours]
     if not nbrs:
-        raise ValueError("neighbours must list at least one (center, noise) pair")
+        raise ParameterError("neighbours must list at least one (center, noise) pair")
     if not isinstance(grid, int) or grid < 3:
-        raise ValueError(f"grid must be an integer >= 3, got {grid!r}")
+        raise ParameterError(f"grid must be an integer >= 3, got {grid!r}")
     all_c = [center] + [c for c, _ in nbrs]
     all_z = [noise] + [z for _, z in nbrs]
     lo = min(c + float(z.ppf(_TAIL_Q)) for c, z in zip(all_c, all_z, strict=True))

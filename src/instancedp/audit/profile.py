@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from ..errors import ParameterError
 from ..privacy import ZCDP, ApproxDP, Guarantee, PureDP
 
 # ---------------------------------------------------------------------------
@@ -179,7 +180,7 @@ def _law(
     atoms = {k: float(v) for k, v in dict(atoms or {}).items()}
     for k, v in atoms.items():
         if not (math.isfinite(v) and 0 <= v <= 1):
-            raise ValueError(f"atom probabilities must be in [0, 1], got {v!r} for {k!r}")
+            raise ParameterError(f"atom probabilities must be in [0, 1], got {v!r} for {k!r}")
     if logdensity is None:
         pdf = density
 
@@ -609,7 +610,7 @@ def renyi_divergence(
     the integrand times the distance to the centre is below 1e-18 at both ends.
     """
     if not alpha > 1:
-        raise ValueError(f"alpha must be > 1, got {alpha!r}")
+        raise ParameterError(f"alpha must be > 1, got {alpha!r}")
     px, pxp = _pair(density_x, density_x_prime, kinks, cdfs, atoms_x, atoms_x_prime, logdensities)
     return _renyi_laws(px, pxp, [alpha])[0]
 
@@ -781,7 +782,7 @@ def check_distributions(
             seen[key] = (m, e)
         measures.append((m, e))
     if not measures:
-        raise ValueError("neighbour_pairs is empty: pass at least one pair")
+        raise ParameterError("neighbour_pairs is empty: pass at least one pair")
     tol = tolerance * max(1.0, claimed) if not isinstance(guarantee, ApproxDP) else tolerance * 1e-3
     upper = [m + e for m, e in measures]
     lower = [m - e for m, e in measures]

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ParameterError
+
 SYNTHETIC = ("normal", "lognormal", "uniform", "ties")
 DEFAULT_EPSILONS = (0.1, 0.25, 0.5, 1.0, 2.0)
 
@@ -86,7 +88,7 @@ def synthetic_data(kind: str = "normal", n: int = 1000, seed: int = 0) -> np.nda
     elif kind == "ties":
         x = rng.integers(0, 21, n).astype(float)
     else:
-        raise ValueError(f"synthetic must be one of {', '.join(SYNTHETIC)}; got {kind!r}")
+        raise ParameterError(f"synthetic must be one of {', '.join(SYNTHETIC)}; got {kind!r}")
     return np.clip(x, 0.0, 100.0)
 
 
@@ -163,19 +165,19 @@ def compare(
 
     statistic = str(statistic).lower().replace("_", "-")
     if statistic not in _CANDIDATES:
-        raise ValueError(
+        raise ParameterError(
             f"statistic must be one of {', '.join(_CANDIDATES)} for compare; got {statistic!r}"
         )
     eps_list = [_validate.epsilon(e) for e in epsilons]
     if not eps_list:
-        raise ValueError("epsilons must list at least one value")
+        raise ParameterError("epsilons must list at least one value")
     delta = _validate.delta(delta, allow_zero=False)
     trials = (100 if quick else 500) if trials is None else int(trials)
     if trials < 1:
-        raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
+        raise ParameterError(f"trials must be an integer >= 1, got {trials!r}")
     if data is None:
         if not isinstance(n, int) or n < 2:
-            raise ValueError(f"n must be an integer >= 2, got {n!r}")
+            raise ParameterError(f"n must be an integer >= 2, got {n!r}")
         x = synthetic_data(synthetic, n, seed)
         if statistic == "ratio":
             x = (x > 50.0).astype(float)

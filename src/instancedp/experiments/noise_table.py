@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..noise import FAMILIES, Gaussian, Laplace, calibrate, max_gamma
 from ..noise.base import NoiseDistribution
 from ..noise.calibrate import claim18_laplace_std
@@ -110,7 +111,7 @@ def _closed_form_std(family: str, eps: float, gamma: float, k: np.ndarray) -> np
             std = (k + 1) / rest / np.sqrt(2 * np.cos(2 * np.pi / k) + 1)
             ok = (k > 3) & (rest > 0)
         else:
-            raise ValueError(f"family must be student_t or cauchy, got {family!r}")
+            raise ParameterError(f"family must be student_t or cauchy, got {family!r}")
     return np.where(ok, std, np.inf)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from ..errors import ParameterError
 from ..noise import (
     ArsinhNormal,
     Gaussian,
@@ -76,7 +77,7 @@ def naive_forward(noise: NoiseDistribution, value: float, k: np.ndarray) -> np.n
             return value + s * np.where(u < 0.5, -x, x)
         if isinstance(noise, StudentT):
             return value + noise.scale * special.stdtrit(noise.df, u)
-    raise ValueError(f"no textbook sampler for {noise!r} (Laplace, PolyPlace, StudentT)")
+    raise ParameterError(f"no textbook sampler for {noise!r} (Laplace, PolyPlace, StudentT)")
 
 
 def naive_sample(noise: NoiseDistribution, value: float, n: int, seed: int) -> np.ndarray:

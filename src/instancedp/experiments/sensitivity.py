@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import ParameterError
 from ..queries.graphs import Graph, TriangleCount, _csr
 from ..queries.order import (
     pair_log_smooth_sensitivity,
@@ -54,7 +55,7 @@ def _data(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
         return rng.integers(0, 21, n).astype(np.float64)
     if kind == "all_equal":
         return np.full(n, 0.5)
-    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    raise ParameterError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:

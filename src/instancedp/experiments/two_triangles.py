@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..mechanisms.levels import InstanceBasedNoise, layered_level_rates
 
 MAX_EXHAUSTIVE_VERTICES = 7
@@ -48,7 +49,7 @@ def exhaustive_tables(n: int) -> dict[str, np.ndarray]:
     ``f`` (2-triangle count), ``ls`` (exact local sensitivity), ``a`` (a_H of
     Lemma 25), ``edges`` (number of edges)."""
     if not isinstance(n, int) or not 3 <= n <= MAX_EXHAUSTIVE_VERTICES:
-        raise ValueError(f"n must be an integer in [3, {MAX_EXHAUSTIVE_VERTICES}], got {n!r}")
+        raise ParameterError(f"n must be an integer in [3, {MAX_EXHAUSTIVE_VERTICES}], got {n!r}")
     edges = _edges(n)
     m = len(edges)
     index = {e: i for i, e in enumerate(edges)}
@@ -99,7 +100,7 @@ def lemma25_bound(a: Any, form: str = "proof") -> np.ndarray:
         return 2.5 * a * a
     if form == "printed":
         return 1.5 * a * a
-    raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    raise ParameterError(f"form must be one of {FORMS}, got {form!r}")
 
 
 def layer_bound(n_vertices: int, k: Any, form: str = "proof") -> np.ndarray:
@@ -188,13 +189,13 @@ def two_triangle_mechanism(n_vertices: int, epsilon: float, delta: float) -> Ins
     from ..queries.graphs import TwoTriangleCount, as_graph
 
     if not isinstance(n_vertices, int) or n_vertices < 3:
-        raise ValueError(f"n_vertices must be an integer >= 3, got {n_vertices!r}")
+        raise ParameterError(f"n_vertices must be an integer >= 3, got {n_vertices!r}")
     query = TwoTriangleCount(n_vertices=n_vertices)
 
     def level_of(data: Any) -> int:
         g = as_graph(data, n_vertices)
         if g.n_vertices != n_vertices:
-            raise ValueError(f"graph must have n_vertices = {n_vertices}")
+            raise ParameterError(f"graph must have n_vertices = {n_vertices}")
         return int(g.n_edges)
 
     return InstanceBasedNoise(

@@ -17,6 +17,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .. import _validate
+from ..errors import ParameterError
 from ..privacy import PureDP
 from ..random import RandomSource, sample_index_from_log_weights
 from .base import Mechanism, OutputDistribution, atoms_law, repeat_draw
@@ -28,9 +29,9 @@ def exponential_log_probabilities(
     """log P(r) = ε·u_r/(c·Δu) − logsumexp, c = 1 if monotone else 2."""
     u = np.asarray(scores, dtype=np.float64)
     if u.ndim != 1 or u.size == 0:
-        raise ValueError("scores must be a non-empty 1-D array, one per candidate")
+        raise ParameterError("scores must be a non-empty 1-D array, one per candidate")
     if not np.all(np.isfinite(u)):
-        raise ValueError("scores must be finite numbers (no NaN/inf)")
+        raise ParameterError("scores must be finite numbers (no NaN/inf)")
     lw = epsilon * u / ((1.0 if monotone else 2.0) * sensitivity)
     return lw - logsumexp(lw)
 
@@ -59,11 +60,13 @@ class ExponentialMechanism(Mechanism):
         try:
             n_cand = len(candidates)
         except TypeError:
-            raise ValueError("candidates must be a sequence (the public output range)") from None
+            raise ParameterError(
+                "candidates must be a sequence (the public output range)"
+            ) from None
         if n_cand == 0:
-            raise ValueError("candidates must be non-empty")
+            raise ParameterError("candidates must be non-empty")
         if not callable(score):
-            raise ValueError("score must be a callable score(data, candidates)")
+            raise ParameterError("score must be a callable score(data, candidates)")
         self.candidates = candidates
         self.score = score
         self.sensitivity = _validate.finite_positive(sensitivity, "sensitivity")
@@ -88,7 +91,7 @@ class ExponentialMechanism(Mechanism):
         else:
             u = np.array([float(self.score(data, c)) for c in self.candidates])
         if u.shape != (len(self.candidates),):
-            raise ValueError(
+            raise ParameterError(
                 f"score must return one value per candidate: expected shape "
                 f"({len(self.candidates)},), got {u.shape}"
             )

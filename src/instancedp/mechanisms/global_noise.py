@@ -92,7 +92,7 @@ def canard_olivier_gaussian_sigma(
     target = (1.0 if two_sided else 2.0) * math.sqrt(math.pi) * delta
     if remark13:
         if target >= math.exp(-1):
-            raise ValueError(
+            raise ParameterError(
                 "delta must be <= exp(-1)/(2 sqrt(pi)) ~ 0.1038 (half that with two_sided) "
                 f"for the Remark 13 estimate, got {delta!r}"
             )
@@ -141,12 +141,14 @@ def gaussian_sigma(
         return classic_gaussian_sigma(epsilon, delta, sensitivity)
     if calibration == "canard_olivier":
         return canard_olivier_gaussian_sigma(epsilon, delta, sensitivity)
-    raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    raise ParameterError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
 
 
 def _global_sensitivity(query: Query, attr: str = "global_sensitivity") -> float:
     if not hasattr(query, "value"):
-        raise ValueError("query must be an instancedp Query (with value and global_sensitivity)")
+        raise ParameterError(
+            "query must be an instancedp Query (with value and global_sensitivity)"
+        )
     gs = getattr(query, attr, None)
     if gs is None and attr != "global_sensitivity":
         gs = getattr(query, "global_sensitivity", None)
@@ -155,7 +157,7 @@ def _global_sensitivity(query: Query, attr: str = "global_sensitivity") -> float
     except (TypeError, ValueError):
         gs = math.nan
     if not (math.isfinite(gs) and gs > 0):
-        raise ValueError(
+        raise ParameterError(
             f"query global sensitivity must be finite and > 0 for a global-noise mechanism, "
             f"got {gs!r}; for unbounded queries use an instance-adaptive mechanism "
             "(smooth sensitivity, PTR, levels) or give the query public bounds"

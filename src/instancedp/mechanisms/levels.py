@@ -55,29 +55,31 @@ def _levels_array(levels: Any) -> np.ndarray:
     try:
         ls = np.asarray(levels, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError("levels must be a 1-D array of numbers >= 0") from None
+        raise ParameterError("levels must be a 1-D array of numbers >= 0") from None
     if ls.ndim != 1 or ls.size == 0:
-        raise ValueError(f"levels must be a non-empty 1-D array, got shape {ls.shape}")
+        raise ParameterError(f"levels must be a non-empty 1-D array, got shape {ls.shape}")
     if not np.all(np.isfinite(ls)) or np.any(ls < 0):
-        raise ValueError("levels must be finite numbers >= 0 (local sensitivities)")
+        raise ParameterError("levels must be finite numbers >= 0 (local sensitivities)")
     if np.any(np.diff(ls) < 0):
-        raise ValueError("levels must be sorted in non-decreasing order (LS_1 <= ... <= LS_r)")
+        raise ParameterError("levels must be sorted in non-decreasing order (LS_1 <= ... <= LS_r)")
     if ls[-1] <= 0:
-        raise ValueError("levels: the largest level LS_r must be > 0 (else the query is constant)")
+        raise ParameterError(
+            "levels: the largest level LS_r must be > 0 (else the query is constant)"
+        )
     return ls
 
 
 def _adjacency_sets(adjacency: Mapping[int, Iterable[int]], r: int) -> list[set[int]]:
     """Validated symmetric level adjacency as a list of neighbour sets (self-loops dropped)."""
     if not isinstance(adjacency, Mapping):
-        raise ValueError("adjacency must be a mapping {level index: iterable of level indices}")
+        raise ParameterError("adjacency must be a mapping {level index: iterable of level indices}")
     adj: list[set[int]] = [set() for _ in range(r)]
     for k, nbrs in adjacency.items():
         if not (isinstance(k, int | np.integer) and 0 <= k < r):
-            raise ValueError(f"adjacency keys must be level indices in [0, {r - 1}], got {k!r}")
+            raise ParameterError(f"adjacency keys must be level indices in [0, {r - 1}], got {k!r}")
         for j in nbrs:
             if not (isinstance(j, int | np.integer) and 0 <= j < r):
-                raise ValueError(
+                raise ParameterError(
                     f"adjacency[{k}] must hold level indices in [0, {r - 1}], got {j!r}"
                 )
             if j != k:
@@ -85,7 +87,9 @@ def _adjacency_sets(adjacency: Mapping[int, Iterable[int]], r: int) -> list[set[
     for k in range(r):
         for j in adj[k]:
             if k not in adj[j]:
-                raise ValueError(f"adjacency must be symmetric: {j} in adjacency[{k}] but not back")
+                raise ParameterError(
+                    f"adjacency must be symmetric: {j} in adjacency[{k}] but not back"
+                )
     # The paper assumes the instance space is connected (Canard–Olivier §5.1, after Prop. 20).
     seen, stack = {r - 1}, [r - 1]
     while stack:
@@ -95,7 +99,7 @@ def _adjacency_sets(adjacency: Mapping[int, Iterable[int]], r: int) -> list[set[
                 stack.append(j)
     if len(seen) != r:
         missing = sorted(set(range(r)) - seen)[:5]
-        raise ValueError(
+        raise ParameterError(
             f"adjacency must connect all {r} levels (Algorithm 1 assumes a connected "
             f"instance graph); not reachable from the top level: {missing}..."
         )
@@ -126,7 +130,7 @@ def _algorithm1(ls: np.ndarray, adj: list[set[int]], epsilon: float, delta: floa
             lam[k] = lam[k + 1]
         else:
             if top <= k:  # unreachable for a connected level graph
-                raise ValueError(f"adjacency: level {k} has no neighbour above it")
+                raise ParameterError(f"adjacency: level {k} has no neighbour above it")
             lam[k] = min(caps[k], lam[top] * grow)
     return lam
 
@@ -176,7 +180,7 @@ def level_rates(
     epsilon = _validate.epsilon(epsilon)
     delta = _validate.delta(delta, allow_zero=False)
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        raise ParameterError(f"method must be one of {METHODS}, got {method!r}")
     ls = _levels_array(levels)
     adj = _adjacency_sets(adjacency, ls.size)
     rates = (_algorithm1 if method == "algorithm1" else _envelope)(ls, adj, epsilon, delta)
@@ -191,7 +195,7 @@ def level_rates(
 def layered_adjacency(r: int) -> dict[int, list[int]]:
     """Adjacency of layered levels: k ~ k − 1 and k ~ k + 1 (Canard–Olivier Example 22/23)."""
     if not isinstance(r, int | np.integer) or r < 1:
-        raise ValueError(f"r (number of levels) must be an integer >= 1, got {r!r}")
+        raise ParameterError(f"r (number of levels) must be an integer >= 1, got {r!r}")
     return {k: [j for j in (k - 1, k + 1) if 0 <= j < r] for k in range(int(r))}
 
 
@@ -249,16 +253,16 @@ def check_instance_noise(
     lam = np.asarray(rates, dtype=np.float64)
     ls = np.asarray(local_sensitivities, dtype=np.float64)
     if lam.ndim != 1 or lam.size == 0 or not np.all(np.isfinite(lam)) or np.any(lam <= 0):
-        raise ValueError("rates must be a non-empty 1-D array of finite numbers > 0")
+        raise ParameterError("rates must be a non-empty 1-D array of finite numbers > 0")
     if ls.shape != lam.shape or not np.all(np.isfinite(ls)) or np.any(ls < 0):
-        raise ValueError("local_sensitivities must be finite numbers >= 0, one per rate")
+        raise ParameterError("local_sensitivities must be finite numbers >= 0, one per rate")
     n = lam.size
     if alphas is None:
         alpha = np.minimum(lam * ls / epsilon, 1.0)
     else:
         alpha = np.broadcast_to(np.asarray(alphas, dtype=np.float64), lam.shape).copy()
         if not np.all((alpha >= 0) & (alpha <= 1)):
-            raise ValueError("alphas must be numbers in [0, 1]")
+            raise ParameterError("alphas must be numbers in [0, 1]")
     bad1 = np.nonzero(lam * ls > alpha * epsilon * (1 + _RTOL))[0]
     t = _t(epsilon, delta)
     bad2: list[tuple[int, int]] = []
@@ -266,7 +270,7 @@ def check_instance_noise(
     for i, j in neighbour_pairs:
         i, j = int(i), int(j)
         if not (0 <= i < n and 0 <= j < n):
-            raise ValueError(f"neighbour_pairs must hold instance indices in [0, {n - 1}]")
+            raise ParameterError(f"neighbour_pairs must hold instance indices in [0, {n - 1}]")
         for x, xp in ((i, j), (j, i)):
             if (x, xp) in seen:
                 continue
@@ -402,7 +406,7 @@ class InstanceBasedNoise(Mechanism):
     def _rate(self, data: Any) -> float:
         k = self._level_of(data)
         if not isinstance(k, int | np.integer) or not 0 <= k < self._rates.size:
-            raise ValueError(
+            raise ParameterError(
                 f"level_of(data) must return a level index in [0, {self._rates.size - 1}]"
             )
         return float(self._rates[int(k)])

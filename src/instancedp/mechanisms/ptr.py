@@ -53,7 +53,7 @@ def distance_to_high_sensitivity(query: Any, data: Any, bound: float) -> float:
         if hi >= kmax:
             hi = kmax
             if not math.isfinite(hi):
-                raise ValueError(
+                raise ParameterError(
                     "cannot bound the distance to high sensitivity for this query; "
                     "give it finite bounds"
                 )

@@ -147,7 +147,7 @@ def _bounded_ls_draw(
 ) -> Any:
     eps1, eps2 = _split(eps, bound_fraction)
     if int(b) < 1 or not 0 <= int(a) <= int(b):
-        raise ValueError(f"counts must satisfy 0 <= a <= b and b >= 1, got a={a}, b={b}")
+        raise ParameterError(f"counts must satisfy 0 <= a <= b and b >= 1, got a={a}, b={b}")
     scale = bound_scale(eps1)
     a_hat = int(a) + np.asarray(sample_discrete_laplace(scale, source, size))
     b_hat = int(b) + np.asarray(sample_discrete_laplace(scale, source, size))
@@ -187,7 +187,7 @@ def draw(
     if method == "bounded_ls":
         dl = _validate.delta(delta, allow_zero=False)
         return _bounded_ls_draw(a, b, eps, dl, bound_fraction, source, size)
-    raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    raise ParameterError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
 
 
 def naive(a: int, b: int, epsilon: float, rng: Any = None) -> float:

@@ -28,6 +28,7 @@ from scipy.optimize import brentq
 from scipy.special import comb
 
 from .. import _validate
+from ..errors import ParameterError
 from ..privacy import PureDP
 from ..random import RandomSource, sample_index_from_log_weights
 from .base import Mechanism, OutputDistribution, atoms_law, repeat_draw
@@ -39,7 +40,7 @@ DEFAULT_MAX_CANDIDATES = 1_000_000
 def synthetic_size(n_queries: int, alpha: float) -> int:
     """m = ⌈log₂|Q|/α²⌉ (Hoeffding's ⌈ln 2/(2α²)⌉ when |Q| = 1)."""
     if not isinstance(n_queries, int | np.integer) or n_queries < 1:
-        raise ValueError(f"n_queries must be an integer >= 1, got {n_queries!r}")
+        raise ParameterError(f"n_queries must be an integer >= 1, got {n_queries!r}")
     alpha = _validate.in_open_interval(alpha, "alpha", 0.0, 1.0)
     book = math.ceil(math.log2(n_queries) / alpha**2)
     hoeffding = math.ceil(math.log(2 * n_queries) / (2 * alpha**2))
@@ -93,13 +94,13 @@ def universe_size_for_crossing(n: int, k: int, beta: float, epsilon: float) -> f
     beta = _validate.in_open_interval(beta, "beta", 0.0, 1.0)
     epsilon = _validate.epsilon(epsilon)
     if k == 1:
-        raise ValueError("k must be >= 2: with one query the crossing does not depend on |X|")
+        raise ParameterError("k must be >= 2: with one query the crossing does not depend on |X|")
 
     def gap(lg_x: float) -> float:
         return _cross_lg(n, k, beta, lg_x) - epsilon
 
     if gap(0.0) < 0 or gap(1e4) > 0:
-        raise ValueError(f"epsilon={epsilon!r} is not a crossing point for any |X| >= 1")
+        raise ParameterError(f"epsilon={epsilon!r} is not a crossing point for any |X| >= 1")
     return 2 ** brentq(gap, 0.0, 1e4, xtol=1e-12)
 
 
@@ -111,7 +112,7 @@ def _cross_lg(n: int, k: int, beta: float, lg_x: float) -> float:
 
 def _count(value: Any, name: str) -> int:
     if not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        raise ParameterError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
 
 
@@ -123,7 +124,7 @@ def _query_matrix(universe: Sequence[Any], queries: Any) -> np.ndarray:
         try:
             qs = list(queries)
         except TypeError:
-            raise ValueError(
+            raise ParameterError(
                 "queries must be a list of predicates or a k x |X| 0/1 matrix"
             ) from None
         if qs and all(callable(q) for q in qs):
@@ -131,11 +132,11 @@ def _query_matrix(universe: Sequence[Any], queries: Any) -> np.ndarray:
         else:
             mat = np.asarray(qs, dtype=np.float64)
     if mat.ndim != 2 or mat.shape[0] == 0 or mat.shape[1] != len(universe):
-        raise ValueError(
+        raise ParameterError(
             f"queries must be k >= 1 predicates or a k x |X| = k x {len(universe)} 0/1 matrix"
         )
     if not np.all((mat == 0) | (mat == 1)):
-        raise ValueError("queries matrix must hold only 0 and 1 (counting queries)")
+        raise ParameterError("queries matrix must hold only 0 and 1 (counting queries)")
     return mat
 
 
@@ -166,13 +167,13 @@ class SmallDB(Mechanism):
         try:
             universe = list(universe)
         except TypeError:
-            raise ValueError("universe must be a sequence of elements") from None
+            raise ParameterError("universe must be a sequence of elements") from None
         if not universe:
-            raise ValueError("universe must be non-empty")
+            raise ParameterError("universe must be non-empty")
         self.universe = universe
         self._index = {x: i for i, x in enumerate(universe)}
         if len(self._index) != len(universe):
-            raise ValueError("universe elements must be distinct")
+            raise ParameterError("universe elements must be distinct")
         self.query_matrix = _query_matrix(universe, queries)
         self.alpha = _validate.in_open_interval(alpha, "alpha", 0.0, 1.0)
         self.epsilon = _validate.epsilon(epsilon)
@@ -180,7 +181,7 @@ class SmallDB(Mechanism):
         self.size = synthetic_size(k, self.alpha) if size is None else _count(size, "size")
         count = n_multisets(len(universe), self.size)
         if count > max_candidates:
-            raise ValueError(
+            raise ParameterError(
                 f"SmallDB would enumerate C(|X|+m-1, m) = {count} databases "
                 f"(|X| = {len(universe)}, m = {self.size}), above max_candidates = "
                 f"{max_candidates}: use a smaller universe, a larger alpha or pass size"
@@ -216,14 +217,14 @@ class SmallDB(Mechanism):
         try:
             items = list(data)
         except TypeError:
-            raise ValueError("data must be a sequence of universe elements") from None
+            raise ParameterError("data must be a sequence of universe elements") from None
         if not items:
-            raise ValueError("data is empty: at least one record is required")
+            raise ParameterError("data is empty: at least one record is required")
         hist = np.zeros(len(self.universe))
         for x in items:
             i = self._index.get(x)
             if i is None:
-                raise ValueError("data holds an element outside the universe")
+                raise ParameterError("data holds an element outside the universe")
             hist[i] += 1
         return hist
 

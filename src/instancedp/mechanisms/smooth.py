@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from ..errors import ParameterError
 from ..noise.base import FAMILIES, RegistryView, family_class
 from ..privacy import Guarantee
 from ..random import RandomSource
@@ -133,7 +134,7 @@ def default_gamma(
     family = _family(family)
     epsilon = _validate.epsilon(epsilon)
     if family in APPROX_FAMILIES and delta is None:
-        raise ValueError(f"noise={family!r} gives (epsilon, delta)-DP: pass delta in (0, 1)")
+        raise ParameterError(f"noise={family!r} gives (epsilon, delta)-DP: pass delta in (0, 1)")
     cap = min(epsilon, _max_gamma(family, epsilon, delta))
     cls = family_class(family)
     gamma = cls.default_gamma_fraction * cap
@@ -144,7 +145,7 @@ def default_gamma(
 
 def _family(noise: str) -> str:
     if not isinstance(noise, str) or noise.lower() not in FAMILIES:
-        raise ValueError(f"noise must be one of {', '.join(FAMILIES)}; got {noise!r}")
+        raise ParameterError(f"noise must be one of {', '.join(FAMILIES)}; got {noise!r}")
     return noise.lower()
 
 
@@ -188,7 +189,7 @@ class SmoothSensitivityMechanism(Mechanism):
         if delta is not None:
             delta = _validate.delta(delta, allow_zero=False)
         if self.family in APPROX_FAMILIES and delta is None:
-            raise ValueError(
+            raise ParameterError(
                 f"noise={self.family!r} gives (epsilon, delta)-DP: pass delta in (0, 1), "
                 "or choose a pure-DP family such as noise='polyplace'"
             )
@@ -199,7 +200,7 @@ class SmoothSensitivityMechanism(Mechanism):
         if gamma is not None:
             g = _validate.finite_positive(gamma, "gamma")
             if not g < self._gmax:
-                raise ValueError(
+                raise ParameterError(
                     f"gamma must be in (0, {self._gmax:.6g}) for noise={self.family!r} at "
                     f"epsilon={self.epsilon:g}; got {gamma!r}. Pass a smaller gamma or "
                     "gamma=None for the default rule"

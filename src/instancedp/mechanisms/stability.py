@@ -55,9 +55,11 @@ def mode_distance_to_instability(counts: Sequence[int], neighbours: str = "subst
     """
     c = np.asarray(counts, dtype=np.int64)
     if c.ndim != 1 or c.size == 0 or (c < 0).any():
-        raise ValueError("counts must be a non-empty 1-D array of non-negative integers")
+        raise ParameterError("counts must be a non-empty 1-D array of non-negative integers")
     if neighbours not in ("substitution", "add_remove"):
-        raise ValueError(f"neighbours must be 'substitution' or 'add_remove', got {neighbours!r}")
+        raise ParameterError(
+            f"neighbours must be 'substitution' or 'add_remove', got {neighbours!r}"
+        )
     if c.size == 1:
         return np.iinfo(np.int64).max // 4
     lead = mode_index(c)
@@ -84,9 +86,9 @@ class Mode:
     def __init__(self, categories: Sequence[Hashable], neighbours: str = "substitution") -> None:
         cats = list(categories)
         if len(cats) < 1 or len(set(cats)) != len(cats):
-            raise ValueError("categories must be a non-empty list of distinct labels")
+            raise ParameterError("categories must be a non-empty list of distinct labels")
         if neighbours not in ("substitution", "add_remove"):
-            raise ValueError(
+            raise ParameterError(
                 f"neighbours must be 'substitution' or 'add_remove', got {neighbours!r}"
             )
         self.categories = cats
@@ -99,7 +101,7 @@ class Mode:
             try:
                 c[self._index[item]] += 1
             except KeyError:
-                raise ValueError(
+                raise ParameterError(
                     f"data contains a label not among the public categories: {item!r}"
                 ) from None
         return c

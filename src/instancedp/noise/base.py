@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..random import as_generator
 
 
@@ -198,7 +199,7 @@ def register_family(cls: type[NoiseDistribution]) -> type[NoiseDistribution]:
     if not (isinstance(cls, type) and issubclass(cls, NoiseDistribution)) or not cls.family:
         raise TypeError("register_family takes a NoiseDistribution subclass with a family name")
     if cls.family in _REGISTRY and _REGISTRY[cls.family] is not cls:
-        raise ValueError(f"a noise family named {cls.family!r} is already registered")
+        raise ParameterError(f"a noise family named {cls.family!r} is already registered")
     _REGISTRY[cls.family] = cls
     return cls
 

@@ -56,6 +56,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from .. import _validate
+from ..errors import ParameterError
 from ..privacy import Guarantee
 from .base import FAMILIES, NoiseDistribution, family_class, registered_families
 from .laplace import claim18_laplace_std, laplace_shift_budget
@@ -161,7 +162,7 @@ def _best_shape(cls: type, eps: float, gamma: float, delta: float | None) -> flo
 def _family(family: Any) -> type[NoiseDistribution]:
     """The registered class of a family with a smooth calibration (ValueError otherwise)."""
     if not isinstance(family, str) or family not in FAMILIES:
-        raise ValueError(f"family must be one of {', '.join(FAMILIES)}; got {family!r}")
+        raise ParameterError(f"family must be one of {', '.join(FAMILIES)}; got {family!r}")
     return family_class(family)
 
 
@@ -175,7 +176,7 @@ def _shape_arg(cls: type, shape: dict[str, Any]) -> float | None:
     extra = set(given) - allowed
     if extra:
         what = f"the shape parameter {name!r}" if name else "no shape parameter"
-        raise ValueError(f"family {cls.family!r} takes {what}; got {sorted(extra)}")
+        raise ParameterError(f"family {cls.family!r} takes {what}; got {sorted(extra)}")
     if name is None or name not in given:
         return None
     return cls.validate_shape(given[name])
@@ -184,7 +185,7 @@ def _shape_arg(cls: type, shape: dict[str, Any]) -> float | None:
 def _delta_arg(cls: type, delta: Any) -> float | None:
     if cls.requires_delta:
         if delta is None:
-            raise ValueError(
+            raise ParameterError(
                 f"family {cls.family!r} with smooth sensitivity gives (epsilon, delta)-DP: "
                 "pass delta in (0, 1)"
             )
@@ -235,7 +236,7 @@ def calibrate(
     name = cls.shape_name
     bound = cls.smooth_max_gamma(eps, delta_v, k, False)
     if not g < bound:
-        raise ValueError(
+        raise ParameterError(
             f"gamma must be in (0, {bound:g}) for family {family!r} at epsilon={eps:g}"
             + (f", delta={delta_v:g}" if delta_v is not None else "")
             + (f", {name}={k:g}" if k is not None else "")
@@ -245,7 +246,7 @@ def calibrate(
         k = _best_shape(cls, eps, g, delta_v)
     noise = _build(cls, eps, g, delta_v, k)
     if noise is None or not math.isfinite(noise.scale):
-        raise ValueError(
+        raise ParameterError(
             f"gamma={g:g} is admissible for {family!r} at epsilon={eps:g} only with a noise "
             "scale beyond floating point; choose a smaller gamma"
         )

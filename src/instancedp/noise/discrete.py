@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from ..errors import ParameterError
 from ..random import RandomSource, SimulationRandom, as_generator
 
 
@@ -30,7 +31,7 @@ def _as_fraction(value: float | Fraction | int, name: str) -> Fraction:
         v = _validate.finite_positive(value, name)
         frac = Fraction(v)  # the exact binary value of the float
     if frac <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
     return frac
 
 
@@ -50,7 +51,7 @@ def _bernoulli_exp_unit(gamma: Fraction, source: RandomSource) -> bool:
 def bernoulli_exp(gamma: Fraction, source: RandomSource) -> bool:
     """Bernoulli(e^{−γ}) for rational γ ≥ 0 (CKS 2020 Algorithm 1)."""
     if gamma < 0:
-        raise ValueError(f"gamma must be >= 0, got {gamma}")
+        raise ParameterError(f"gamma must be >= 0, got {gamma}")
     whole = math.floor(gamma)
     for _ in range(whole):
         if not _bernoulli_exp_unit(Fraction(1), source):

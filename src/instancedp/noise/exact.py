@@ -76,6 +76,7 @@ import numpy as np
 from flint import arb, ctx
 
 from .. import _validate
+from ..errors import ParameterError
 from ..random import RandomSource, resolve
 from .base import NoiseDistribution, RegistryView, family_class
 
@@ -278,7 +279,7 @@ def _family(noise: Any) -> tuple[str, tuple[float, ...], str]:
         ok = False
     if not isinstance(noise, NoiseDistribution) or not ok:
         names = ", ".join(f.__name__ for f in SUPPORTED_FAMILIES)
-        raise ValueError(f"noise must be an instance of one of {names}; got {cls.__name__}")
+        raise ParameterError(f"noise must be an instance of one of {names}; got {cls.__name__}")
     return cls.family, tuple(noise.exact_params()), cls.exact_route
 
 
@@ -450,12 +451,12 @@ def round_scale_up(scale: Any) -> float:
     next double above otherwise, so that the noise scale never shrinks.
     """
     if isinstance(scale, bool):
-        raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
+        raise ParameterError(f"scale must be a finite number > 0, got {scale!r}")
     if isinstance(scale, (int, Fraction, Decimal)) and not isinstance(scale, float):
         try:
             exact = Fraction(scale)
         except (ValueError, OverflowError):
-            raise ValueError(f"scale must be a finite number > 0, got {scale!r}") from None
+            raise ParameterError(f"scale must be a finite number > 0, got {scale!r}") from None
         f = float(exact) if exact.denominator != 1 else float(exact.numerator)
         if math.isfinite(f) and Fraction(f) < exact:
             f = math.nextafter(f, math.inf)
@@ -471,7 +472,7 @@ def scale_upper_bound(scale: float, ulps: int = 16) -> float:
     """
     s = round_scale_up(scale)
     if isinstance(ulps, bool) or not isinstance(ulps, (int, np.integer)) or ulps < 0:
-        raise ValueError(f"ulps must be an integer >= 0, got {ulps!r}")
+        raise ParameterError(f"ulps must be an integer >= 0, got {ulps!r}")
     for _ in range(int(ulps)):
         s = math.nextafter(s, math.inf)
     return _validate.finite_positive(s, "scale")
@@ -504,26 +505,30 @@ def snap_to_grid(value: float, k: int) -> float:
 
 def _grid_exponent(k: Any) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise ValueError(
+        raise ParameterError(
             f"grid must be an integer exponent in [{_GRID_MIN}, {_GRID_MAX}], got {k!r}"
         )
     k = int(k)
     if not _GRID_MIN <= k <= _GRID_MAX:
-        raise ValueError(f"grid must be an integer exponent in [{_GRID_MIN}, {_GRID_MAX}], got {k}")
+        raise ParameterError(
+            f"grid must be an integer exponent in [{_GRID_MIN}, {_GRID_MAX}], got {k}"
+        )
     return k
 
 
 def _validate_value(value: Any, name: str = "value") -> float | int:
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         if abs(int(value)) >= 2**1023:
-            raise ValueError(f"{name} must be a finite number below 2**1023 in size, got {value!r}")
+            raise ParameterError(
+                f"{name} must be a finite number below 2**1023 in size, got {value!r}"
+            )
         return int(value)
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number, got {value!r}") from None
+        raise ParameterError(f"{name} must be a finite number, got {value!r}") from None
     if not math.isfinite(v):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
+        raise ParameterError(f"{name} must be a finite number, got {value!r}")
     return v
 
 
@@ -558,11 +563,11 @@ def add_noise(
     name, params, route = _family(noise)
     if size is not None:
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-            raise ValueError(f"size must be None or an integer >= 0, got {size!r}")
+            raise ParameterError(f"size must be None or an integer >= 0, got {size!r}")
     k = None if grid is None else _grid_exponent(grid)
     if k is not None and s * float(noise.scale) >= 2.0 ** min(k + _GRID_SPAN, 1023):
         # The draw resolves S·Z to 2^k: its cost grows with log2(S·Z/2^k) (steps and bits).
-        raise ValueError(
+        raise ParameterError(
             f"grid must be at least log2(scale * noise.scale) - {_GRID_SPAN} "
             f"(got grid={k} for a total scale {s * float(noise.scale):g}); "
             "a finer grid than that is below the precision of any double output"
@@ -619,7 +624,7 @@ def uniform(low: float, high: float, rng: Any = None) -> float:
     lo = float(_validate_value(low, "low"))
     hi = float(_validate_value(high, "high"))
     if not lo <= hi:
-        raise ValueError(f"low must be <= high, got low={low!r}, high={high!r}")
+        raise ParameterError(f"low must be <= high, got low={low!r}, high={high!r}")
     if lo == hi:
         return lo
     u = _LazyUniform(source)

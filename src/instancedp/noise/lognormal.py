@@ -35,6 +35,7 @@ from flint import arb
 from scipy import special
 
 from .. import _validate
+from ..errors import ParameterError
 from ..random import as_generator
 from .base import NoiseDistribution
 
@@ -323,7 +324,7 @@ class UniformLogNormal(_SymmetricFromTail):
     def validate_shape(cls, value):
         v = _validate.finite_positive(value, "sigma")
         if v < _SQRT2:
-            raise ValueError(f"sigma must be >= sqrt(2) for uniform_log_normal, got {value!r}")
+            raise ParameterError(f"sigma must be >= sqrt(2) for uniform_log_normal, got {value!r}")
         return v
 
     @classmethod

@@ -109,7 +109,7 @@ class Query(ABC):
         """The normalised data, from raw input or from a matching ``Prepared``."""
         if isinstance(data, Prepared):
             if data.key != self.prepare_key():
-                raise ValueError(
+                raise ParameterError(
                     "data was prepared for a different query (other bounds or type); "
                     "call prepare() on this query"
                 )
@@ -146,7 +146,9 @@ class Query(ABC):
             if math.isfinite(gs) and decay * gs <= best:
                 break
             if beta == 0 and not math.isfinite(kmax) and not math.isfinite(gs):
-                raise ValueError("beta must be > 0 for a query without finite global sensitivity")
+                raise ParameterError(
+                    "beta must be > 0 for a query without finite global sensitivity"
+                )
             best = max(best, decay * self.local_sensitivity(data, k))
             k += 1
         return best

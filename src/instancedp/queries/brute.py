@@ -27,6 +27,8 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ..errors import ParameterError
+
 __all__ = [
     "datasets",
     "neighbours",
@@ -43,14 +45,14 @@ MAX_VERTICES = 6
 def datasets(domain: Sequence[float], n: int) -> Iterator[tuple]:
     """Every multiset of n values from ``domain`` (as sorted tuples)."""
     if n < 0 or n > MAX_N:
-        raise ValueError(f"n must be in [0, {MAX_N}] for brute force, got {n!r}")
+        raise ParameterError(f"n must be in [0, {MAX_N}] for brute force, got {n!r}")
     yield from itertools.combinations_with_replacement(sorted(domain), n)
 
 
 def graphs(n_vertices: int) -> Iterator[Any]:
     """Every simple graph on ``n_vertices`` labelled vertices."""
     if n_vertices < 1 or n_vertices > MAX_VERTICES:
-        raise ValueError(f"n_vertices must be in [1, {MAX_VERTICES}], got {n_vertices!r}")
+        raise ParameterError(f"n_vertices must be in [1, {MAX_VERTICES}], got {n_vertices!r}")
     pairs = list(itertools.combinations(range(n_vertices), 2))
     for mask in range(1 << len(pairs)):
         yield _graph(n_vertices, frozenset(pairs[b] for b in range(len(pairs)) if mask >> b & 1))
@@ -82,7 +84,7 @@ def neighbours(
         edges = g.edge_set()
         return [_graph(n, edges ^ {pair}) for pair in itertools.combinations(range(n), 2)]
     if domain is None:
-        raise ValueError("domain is required for the substitution and add_remove relations")
+        raise ParameterError("domain is required for the substitution and add_remove relations")
     x = tuple(sorted(data))
     dom = sorted(set(domain))
     found: set[tuple] = set()
@@ -98,7 +100,7 @@ def neighbours(
             for i in range(len(x)):
                 found.add(x[:i] + x[i + 1 :])
     else:
-        raise ValueError(
+        raise ParameterError(
             f"relation must be 'substitution', 'add_remove' or 'edge', got {relation!r}"
         )
     found.discard(x)
@@ -225,7 +227,7 @@ def smooth_sensitivity(
         if global_sensitivity is not None and math.exp(-k * beta) * global_sensitivity <= best:
             return best
         if k > max_distance:
-            raise ValueError(f"brute force did not terminate within distance {max_distance}")
+            raise ParameterError(f"brute force did not terminate within distance {max_distance}")
         nxt = []
         for x in frontier:
             for y in ex.nbrs(x):

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _validate
+from ..errors import ParameterError
 from .base import Query, relation
 from .means import exact_clamped_sum, fixed_point_exponent, fixed_point_value
 from .order import _distance
@@ -178,7 +179,7 @@ class Sum(Query):
 def ratio_local_sensitivity(a: int, b: int, distance: Any = 0) -> np.ndarray | float:
     """A^(k) of a/b under add/remove (module docstring); vectorised over ``distance``."""
     if b < 1 or not 0 <= a <= b:
-        raise ValueError(f"need 0 <= a <= b and b >= 1, got a={a!r}, b={b!r}")
+        raise ParameterError(f"need 0 <= a <= b and b >= 1, got a={a!r}, b={b!r}")
     k = np.asarray(distance, dtype=np.float64)
     big, small = max(a, b - a), min(a, b - a)
     if small == 0:
@@ -214,7 +215,7 @@ class Ratio(Query):
         x = _validate.data_array(data, drop_missing=self.drop_missing)
         bad = int(np.count_nonzero((x != 0) & (x != 1)))
         if bad:
-            raise ValueError(
+            raise ParameterError(
                 f"data must be 0/1 flags (one per user); {bad} value(s) are not 0 or 1"
             )
         return int(np.count_nonzero(x)), int(x.size)

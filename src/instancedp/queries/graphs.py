@@ -42,6 +42,7 @@ import scipy.sparse as sp
 from scipy.special import comb
 
 from .. import _validate
+from ..errors import ParameterError
 from .base import Query
 from .order import _distance
 
@@ -145,39 +146,39 @@ def _from_edge_array(edges: Any, n_vertices: int | None, normalise: bool) -> Gra
     try:
         e = np.asarray(edges)
     except (TypeError, ValueError):
-        raise ValueError("edges must be an m×2 array of integer vertex ids") from None
+        raise ParameterError("edges must be an m×2 array of integer vertex ids") from None
     if e.size == 0:
         e = np.empty((0, 2), dtype=np.int64)
     if e.ndim != 2 or e.shape[1] != 2:
-        raise ValueError(f"edges must be an m×2 array of vertex ids, got shape {e.shape}")
+        raise ParameterError(f"edges must be an m×2 array of vertex ids, got shape {e.shape}")
     if not np.issubdtype(e.dtype, np.integer):
         if not (
             np.issubdtype(e.dtype, np.floating)
             and np.all(np.isfinite(e))
             and np.all(e == np.round(e))
         ):
-            raise ValueError("edges must hold integer vertex ids")
+            raise ParameterError("edges must hold integer vertex ids")
         e = e.astype(np.int64)
     e = e.astype(np.int64)
     if e.size and e.min() < 0:
-        raise ValueError("vertex ids must be >= 0")
+        raise ParameterError("vertex ids must be >= 0")
     top = int(e.max()) + 1 if e.size else 0
     if n_vertices is None:
         n = top
     else:
         if isinstance(n_vertices, bool) or not isinstance(n_vertices, int | np.integer):
-            raise ValueError(f"n_vertices must be an integer >= 1, got {n_vertices!r}")
+            raise ParameterError(f"n_vertices must be an integer >= 1, got {n_vertices!r}")
         n = int(n_vertices)
         if n < top:
-            raise ValueError(f"edges use vertex id {top - 1} but n_vertices is {n}")
+            raise ParameterError(f"edges use vertex id {top - 1} but n_vertices is {n}")
     if n < 1:
-        raise ValueError(
+        raise ParameterError(
             "a graph needs at least one vertex (give n_vertices for an empty edge list)"
         )
     loops = e[:, 0] == e[:, 1]
     if loops.any():
         if not normalise:
-            raise ValueError(
+            raise ParameterError(
                 f"graph has {int(loops.sum())} self-loop(s); edge privacy counts simple graphs "
                 "(pass normalise=True to drop them)"
             )
@@ -187,7 +188,7 @@ def _from_edge_array(edges: Any, n_vertices: int | None, normalise: bool) -> Gra
     uniq = np.unique(key)
     if uniq.size != key.size:
         if not normalise:
-            raise ValueError(
+            raise ParameterError(
                 f"graph has {key.size - uniq.size} repeated edge(s) (also as (j, i)); "
                 "pass normalise=True to merge them"
             )
@@ -207,30 +208,32 @@ def as_graph(data: Any, n_vertices: int | None = None, *, normalise: bool = Fals
     """Normalise an edge array, scipy.sparse matrix or networkx graph to a :class:`Graph`."""
     if isinstance(data, Graph):
         if n_vertices is not None and n_vertices != data.n_vertices:
-            raise ValueError(f"graph has {data.n_vertices} vertices, n_vertices={n_vertices}")
+            raise ParameterError(f"graph has {data.n_vertices} vertices, n_vertices={n_vertices}")
         return data
     if sp.issparse(data):
         m = sp.coo_array(data)
         if m.shape[0] != m.shape[1]:
-            raise ValueError(f"adjacency matrix must be square, got shape {m.shape}")
+            raise ParameterError(f"adjacency matrix must be square, got shape {m.shape}")
         n = int(m.shape[0])
         if n_vertices is not None and n_vertices != n:
-            raise ValueError(f"adjacency matrix is {n}×{n} but n_vertices={n_vertices}")
+            raise ParameterError(f"adjacency matrix is {n}×{n} but n_vertices={n_vertices}")
         m.sum_duplicates()
         keep = m.data != 0
         rows, cols, vals = m.row[keep].astype(np.int64), m.col[keep].astype(np.int64), m.data[keep]
         if not normalise:
             if np.any(vals != 1):
-                raise ValueError("adjacency matrix entries must be 0 or 1 (pass normalise=True)")
+                raise ParameterError(
+                    "adjacency matrix entries must be 0 or 1 (pass normalise=True)"
+                )
             if np.any(rows == cols):
-                raise ValueError(
+                raise ParameterError(
                     f"adjacency matrix has {int(np.sum(rows == cols))} self-loop(s) on the "
                     "diagonal (pass normalise=True to drop them)"
                 )
             fwd = np.unique(rows * n + cols)
             bwd = np.unique(cols * n + rows)
             if fwd.size != bwd.size or np.any(fwd != bwd):
-                raise ValueError("adjacency matrix must be symmetric (pass normalise=True)")
+                raise ParameterError("adjacency matrix must be symmetric (pass normalise=True)")
             return Graph(_csr(rows, cols, n))
         return _from_edge_array(np.column_stack([rows, cols]), n, True)
     try:
@@ -239,15 +242,17 @@ def as_graph(data: Any, n_vertices: int | None = None, *, normalise: bool = Fals
         nx = None
     if nx is not None and isinstance(data, nx.Graph):
         if data.is_directed():
-            raise ValueError(
+            raise ParameterError(
                 "directed graphs are not supported: edge privacy is for undirected graphs"
             )
         if data.is_multigraph() and not normalise:
-            raise ValueError("multigraphs have repeated edges; pass normalise=True to merge them")
+            raise ParameterError(
+                "multigraphs have repeated edges; pass normalise=True to merge them"
+            )
         index = {v: i for i, v in enumerate(data.nodes)}
         n = len(index)
         if n_vertices is not None and n_vertices != n:
-            raise ValueError(f"graph has {n} nodes but n_vertices={n_vertices}")
+            raise ParameterError(f"graph has {n} nodes but n_vertices={n_vertices}")
         e = np.array([(index[u], index[v]) for u, v in data.edges()], dtype=np.int64)
         return _from_edge_array(e.reshape(-1, 2), n, normalise)
     return _from_edge_array(data, n_vertices, normalise)
@@ -365,7 +370,7 @@ class _GraphQuery(Query):
             or not isinstance(n_vertices, int | np.integer)
             or n_vertices < 1
         ):
-            raise ValueError(f"n_vertices must be an integer >= 1 or None, got {n_vertices!r}")
+            raise ParameterError(f"n_vertices must be an integer >= 1 or None, got {n_vertices!r}")
         self.n_vertices = None if n_vertices is None else int(n_vertices)
         self.normalise = bool(normalise)
 
@@ -504,7 +509,7 @@ class KStarCount(_GraphQuery):
 
     def __init__(self, k: int, *, n_vertices: int | None = None, normalise: bool = False) -> None:
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise ValueError(f"k must be an integer >= 1, got {k!r}")
+            raise ParameterError(f"k must be an integer >= 1, got {k!r}")
         self.k = int(k)
         super().__init__(n_vertices=n_vertices, normalise=normalise)
 
@@ -622,7 +627,7 @@ def two_triangle_layer_bound(n_edges: Any, n_vertices: int, *, lemma25: bool = F
     2t + 1 ≤ m + 1 edges), attained.  Non-decreasing in m (Example 23 layers)."""
     m = np.asarray(n_edges, dtype=np.int64)
     if np.any(m < 0) or np.any(m > n_vertices * (n_vertices - 1) // 2):
-        raise ValueError(f"n_edges must be in [0, {n_vertices * (n_vertices - 1) // 2}]")
+        raise ParameterError(f"n_edges must be in [0, {n_vertices * (n_vertices - 1) // 2}]")
     a = np.minimum(m // 2, max(n_vertices - 2, 0)).astype(np.float64)
     out = 1.5 * a * a if lemma25 else 2.5 * a * (a - 1)
     return float(out) if out.ndim == 0 else out

@@ -251,7 +251,7 @@ class TrimmedMean(Query):
     def _x(self, data: Any) -> np.ndarray:
         x = self._load(data)
         if self.n is not None and x.size != self.n:
-            raise ValueError(f"data has {x.size} records but the query's public n is {self.n}")
+            raise ParameterError(f"data has {x.size} records but the query's public n is {self.n}")
         return x
 
     def _window(self, n: int) -> tuple[int, int, int]:

@@ -51,6 +51,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _validate
+from ..errors import ParameterError
 from .base import Query, finite_range, relation
 
 __all__ = [
@@ -518,7 +519,7 @@ def _is_empty(data: Any) -> bool:
 
 def _distance(distance: Any) -> int:
     if isinstance(distance, bool) or not isinstance(distance, int | np.integer) or distance < 0:
-        raise ValueError(f"distance must be an integer >= 0, got {distance!r}")
+        raise ParameterError(f"distance must be an integer >= 0, got {distance!r}")
     return int(distance)
 
 

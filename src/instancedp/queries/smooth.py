@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .. import _validate
+from ..errors import ParameterError
 from . import brute
 
 __all__ = ["SmoothSensitivity", "is_beta_smooth_upper_bound", "smoothness_violation"]
@@ -35,17 +36,17 @@ class SmoothSensitivity:
         max_distance: float = math.inf,
     ) -> None:
         if not callable(local):
-            raise ValueError("local must be a function k -> A^(k)")
+            raise ParameterError("local must be a function k -> A^(k)")
         gs = float(global_sensitivity)
         if math.isnan(gs) or gs < 0:
-            raise ValueError(
+            raise ParameterError(
                 f"global_sensitivity must be >= 0 (or inf), got {global_sensitivity!r}"
             )
         md = float(max_distance)
         if math.isnan(md) or md < 0:
-            raise ValueError(f"max_distance must be >= 0 (or inf), got {max_distance!r}")
+            raise ParameterError(f"max_distance must be >= 0 (or inf), got {max_distance!r}")
         if math.isinf(gs) and math.isinf(md):
-            raise ValueError(
+            raise ParameterError(
                 "need a finite global_sensitivity or max_distance for the scan over k to end"
             )
         self.local, self.global_sensitivity, self.max_distance = local, gs, md
@@ -64,11 +65,13 @@ class SmoothSensitivity:
     def _a(self, k: int, previous: float) -> float:
         v = float(self.local(k))
         if not math.isfinite(v) or v < 0:
-            raise ValueError(f"A^({k}) must be finite and >= 0, got {v!r}")
+            raise ParameterError(f"A^({k}) must be finite and >= 0, got {v!r}")
         if v < previous:
-            raise ValueError(f"A^(k) must be non-decreasing in k: A^({k}) = {v} < {previous}")
+            raise ParameterError(f"A^(k) must be non-decreasing in k: A^({k}) = {v} < {previous}")
         if v > self.global_sensitivity * (1 + 1e-12):
-            raise ValueError(f"A^({k}) = {v} exceeds global_sensitivity {self.global_sensitivity}")
+            raise ParameterError(
+                f"A^({k}) = {v} exceeds global_sensitivity {self.global_sensitivity}"
+            )
         return v
 
     def __call__(self, beta: float) -> float:
