@@ -42,9 +42,11 @@ def _json(release) -> str:
     return json.dumps(release.to_dict(), sort_keys=True)
 
 
-def _records(data, **where) -> dict[str, str]:
+def _records(data, skip: tuple[str, ...] = (), **where) -> dict[str, str]:
     out = {}
     for stat, opts in REQUESTS:
+        if stat in skip:
+            continue
         with Session(data, PureDP(10.0), **where) as s:
             out[stat] = _json(
                 s.release_statistic(stat, "v", epsilon=1.0, rng=simulation(11), **opts)
@@ -107,7 +109,11 @@ def test_postgresql_gives_the_same_bytes(expected, postgres_url):
 @pytest.mark.xdist_group("spark")
 def test_spark_frame_and_table_give_the_same_bytes(expected, spark):
     df = spark.createDataFrame([(float(v),) for v in ROWS], "v double")
-    assert _records(df) == expected
+    # The median's default 4,097-cell grid costs Spark tens of seconds in local mode; the
+    # same histogram code runs for the quantile's grid here and for the median on the
+    # three SQL engines above.
+    got = _records(df, skip=("median",))
+    assert got == {k: v for k, v in expected.items() if k != "median"}
     df.createOrReplaceTempView("records_t")
     with Session("records_t", PureDP(1.0), spark=spark) as s:  # a table name: one release
         r = s.release_statistic("count", "v", epsilon=1.0, rng=simulation(11))

@@ -105,7 +105,7 @@ def test_approximate_median_is_exactly_eps_dp(rho):
 
 def test_approximate_trimmed_mean_is_exactly_eps_dp():
     eps = 1.0
-    mech = InverseSensitivity(TrimmedMean(0.25, -1.0, 4.0), eps, rho=0.1)
+    mech = InverseSensitivity(TrimmedMean(0.25, -1.0, 4.0, "substitution"), eps, rho=0.1)
     check = check_mechanism(mech, pairs("substitution", sizes=(2, 3, 4)))
     assert check.passed, check
 

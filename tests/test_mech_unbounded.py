@@ -30,8 +30,10 @@ def pairs(relation, sizes=(1, 2, 3)):
 def test_exactly_eps_dp_over_brute_force_pairs(relation, origin):
     eps = 1.0
     mech = UnboundedQuantile(0.5, eps, neighbours=relation, origin=origin, beta=2.0, scale=1.0)
-    # quadrature error of the law is below 1e-4 in log probability
-    check = check_mechanism(mech, pairs(relation), tolerance=1e-3)
+    # quadrature error of the law is below 1e-4 in log probability; the law is a dict of
+    # grid masses truncated to the reachable part, so the release path's agreement with it
+    # is checked by test_law_sums_to_one_and_matches_the_release_path, not by sampling here
+    check = check_mechanism(mech, pairs(relation), tolerance=1e-3, samples=0)
     assert check.passed, check
     assert check.measured >= 0.2 * eps
 
