@@ -32,7 +32,7 @@ from instancedp.experiments.safe_sampling import (
     naive_sample,
 )
 
-N = 50_000
+N = 20_000  # the safe attackers sit at 0.5 ± 0.0035: 0.52 is 5.7 sd away
 
 
 @pytest.mark.parametrize("name", sorted(ATTACK_CASES))
