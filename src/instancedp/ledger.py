@@ -427,8 +427,11 @@ def _read_header(path: str) -> tuple[int, int]:
         page = int.from_bytes(hdr[16:18], "big")
         page = 65536 if page == 1 else page
         npages = int.from_bytes(hdr[28:32], "big")
-        wal = path + "-wal"
-        if os.path.exists(wal) and os.path.getsize(wal) > 0:
+        try:  # another process closing the last connection may delete the WAL right now
+            live_wal = os.path.getsize(path + "-wal") > 0
+        except FileNotFoundError:
+            live_wal = False
+        if live_wal:
             break  # a live WAL may hold pages the main file has not received yet
         header_valid = hdr[24:28] == hdr[92:96] and npages > 0
         if not ((header_valid and size != npages * page) or size % page):
