@@ -65,6 +65,10 @@ def _is_edge_list(data: Any) -> bool:
     return arr.ndim == 2 and arr.shape[1:] == (2,) and arr.dtype != object
 
 
+def _mechanism_name(mechanism: Any) -> str:
+    return getattr(mechanism, "name", type(mechanism).__name__)
+
+
 def _is_graph_mechanism(mechanism: Any) -> bool:
     query = getattr(mechanism, "query", None)
     return getattr(query, "neighbours", None) == "edge"
@@ -404,14 +408,7 @@ class Session:
         _precheck(mechanism, data)
         self.ledger.price(self.dataset_id, guarantee, convert_delta)  # CompositionError early
         params = mechanism.parameters() if callable(getattr(mechanism, "parameters", None)) else {}
-        charge = self.ledger.charge(
-            self.dataset_id,
-            guarantee,
-            mechanism=getattr(mechanism, "name", type(mechanism).__name__),
-            parameters=params,
-            convert_delta=convert_delta,
-            principal=self.principal,
-        )
+        charge = self._charge(guarantee, _mechanism_name(mechanism), params, convert_delta)
         # The charge is committed: from here on, any failure leaves it in place
         # (an interrupted release can only over-count).
         try:
@@ -438,13 +435,7 @@ class Session:
         params = mechanism.parameters() if callable(getattr(mechanism, "parameters", None)) else {}
         params = {**params, "input_policy": policy}
         # 2. The charge (BudgetExceeded here is the same for every dataset).
-        charge = self.ledger.charge(
-            self.dataset_id,
-            guarantee,
-            mechanism=getattr(mechanism, "name", type(mechanism).__name__),
-            parameters=params,
-            convert_delta=convert_delta,
-        )
+        charge = self._charge(guarantee, _mechanism_name(mechanism), params, convert_delta)
         # 3. The rows, through the public policy; any failure from here on gives
         # one fixed message (its occurrence is the only thing it can reveal).
         try:
@@ -577,8 +568,7 @@ class Session:
 
         def charge(guarantee: Any, mechanism: str, parameters: dict[str, Any]) -> Any:
             self.ledger.price(self.dataset_id, guarantee, convert_delta)
-            record = self.ledger.charge(self.dataset_id, guarantee, mechanism=mechanism,
-                                        parameters=parameters, convert_delta=convert_delta)
+            record = self._charge(guarantee, mechanism, parameters, convert_delta)
             return lambda status: self._mark(record.id, status)
 
         try:
@@ -696,14 +686,7 @@ class Session:
             policy = {"missing": "drop", "out_of_range": "clamp", "infinite": "clamp",
                       "added_public_row": None}
             params = {**params, "input_policy": policy}
-        charge = self.ledger.charge(
-            self.dataset_id,
-            guarantee,
-            mechanism=getattr(mechanism, "name", type(mechanism).__name__),
-            parameters=params,
-            convert_delta=convert_delta,
-            principal=self.principal,
-        )
+        charge = self._charge(guarantee, _mechanism_name(mechanism), params, convert_delta)
         try:
             release = release_from_source(mechanism, src, column, rng, missing="drop")
         except Exception:
@@ -768,6 +751,19 @@ class Session:
                 allowed="add_remove with sql or drop_missing",
             )
         return self.neighbours
+
+    def _charge(
+        self, guarantee: Any, mechanism: str, params: dict[str, Any], convert_delta: Any
+    ) -> Any:
+        """The one charge every release path makes (committed before any noise is drawn)."""
+        return self.ledger.charge(
+            self.dataset_id,
+            guarantee,
+            mechanism=mechanism,
+            parameters=params,
+            convert_delta=convert_delta,
+            principal=self.principal,
+        )
 
     def _mark(self, charge_id: int, status: str) -> None:
         try:
