@@ -620,23 +620,24 @@ class Ledger:
                 except FileNotFoundError:
                     pass
 
+    def _write_empty_schema(self, con: sqlite3.Connection, migrated_from: str | None = None):
+        """The current tables, their meta rows and an empty head (inside the caller's
+        transaction): shared by creation and by the migration from version 1."""
+        for stmt in _SCHEMA:
+            con.execute(stmt)
+        meta = [("app", _APP), ("schema", str(SCHEMA_VERSION)), ("mac", self.mode)]
+        meta.append(("created_at", _now()))
+        if migrated_from is not None:
+            meta.append(("migrated_from", migrated_from))
+        con.executemany("INSERT INTO meta VALUES (?, ?)", meta)
+        con.execute(
+            "INSERT INTO head VALUES (1, 0, ?, ?)", (_ZERO_HASH, self._head_mac(0, _ZERO_HASH))
+        )
+
     def _create_schema(self, con: sqlite3.Connection) -> None:
         con.execute("BEGIN IMMEDIATE")
         try:
-            for stmt in _SCHEMA:
-                con.execute(stmt)
-            con.executemany(
-                "INSERT INTO meta VALUES (?, ?)",
-                [
-                    ("app", _APP),
-                    ("schema", str(SCHEMA_VERSION)),
-                    ("mac", self.mode),
-                    ("created_at", _now()),
-                ],
-            )
-            con.execute(
-                "INSERT INTO head VALUES (1, 0, ?, ?)", (_ZERO_HASH, self._head_mac(0, _ZERO_HASH))
-            )
+            self._write_empty_schema(con)
             con.execute(f"PRAGMA application_id={_APP_ID}")
             con.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             con.execute("COMMIT")
@@ -693,22 +694,7 @@ class Ledger:
                 ).fetchall()
                 for t in ("charges", "budgets", "meta"):
                     con.execute(f"DROP TABLE {t}")
-                for stmt in _SCHEMA:
-                    con.execute(stmt)
-                con.executemany(
-                    "INSERT INTO meta VALUES (?, ?)",
-                    [
-                        ("app", _APP),
-                        ("schema", str(SCHEMA_VERSION)),
-                        ("mac", self.mode),
-                        ("created_at", _now()),
-                        ("migrated_from", "1"),
-                    ],
-                )
-                con.execute(
-                    "INSERT INTO head VALUES (1, 0, ?, ?)",
-                    (_ZERO_HASH, self._head_mac(0, _ZERO_HASH)),
-                )
+                self._write_empty_schema(con, migrated_from="1")
                 for ds, kind, e, d, r, at in old_b:
                     self._insert_budget(
                         con,
