@@ -78,9 +78,11 @@ def _is_graph_mechanism(mechanism: Any) -> bool:
 #: What analyst mode does with rows a mechanism cannot take.  Every step is a
 #: row-by-row map or the addition of one fixed public row, so neighbouring
 #: inputs stay neighbours and the mechanism's guarantee carries over exactly:
-#: - missing: NULL, NaN, ±inf, text that is not a number, and rows whose
+#: - missing: NULL, NaN, text that is not a number, and rows whose
 #:   expression fails are dropped;
-#: - out_of_range: values are clamped to the query's public bounds;
+#: - out_of_range: values (±inf included) are clamped to the query's public
+#:   bounds; without bounds ±inf rows are dropped, except for a count, which
+#:   counts them as rows (as every engine's COUNT does);
 #: - flags: for 0/1-flag statistics (ratio) other values are dropped;
 #: - empty: a mechanism that has no answer on an empty input (decided from the
 #:   mechanism alone, before the charge) always gets one extra public row (the
@@ -108,9 +110,16 @@ def analyst_policy(mechanism: Any) -> dict[str, Any]:
         pad = None
     except Exception:  # noqa: BLE001 - any refusal means "no answer on empty input"
         pad = 0.0 if flags or bounds is None else bounds[0] + (bounds[1] - bounds[0]) / 2
+    from .queries.counts import Count
+
+    if bounds is not None:
+        infinite = "clamp"
+    else:
+        infinite = "count" if isinstance(query, Count) else "drop"
     return {
         "missing": "drop",
         "out_of_range": "clamp" if bounds is not None else "none",
+        "infinite": infinite,
         "flags": "drop values other than 0 and 1" if flags else "none",
         "bounds": bounds,
         "added_public_row": pad,
@@ -120,12 +129,17 @@ def analyst_policy(mechanism: Any) -> dict[str, Any]:
 def apply_policy(values: np.ndarray, policy: dict[str, Any]) -> np.ndarray:
     """Apply :func:`analyst_policy`'s steps to the finite values read from the rows."""
     values = np.asarray(values, dtype=np.float64)
-    values = values[np.isfinite(values)]
+    values = values[~np.isnan(values)]
     if policy.get("flags", "none") != "none":
         values = values[(values == 0.0) | (values == 1.0)]
     bounds = policy.get("bounds")
+    infinite = policy.get("infinite", "drop")
     if bounds is not None and policy.get("out_of_range") == "clamp":
         values = np.clip(values, bounds[0], bounds[1])
+    elif infinite == "count":  # a count reads a row's presence only
+        values = np.where(np.isfinite(values), values, 0.0)
+    else:
+        values = values[np.isfinite(values)]
     if policy.get("added_public_row") is not None:
         values = np.append(values, float(policy["added_public_row"]))
     return values
@@ -681,10 +695,9 @@ class Session:
         params = mechanism.parameters()
         policy = None
         if self.analyst:
-            # NULL/NaN dropped, every other value (±inf included) clamped to the bounds:
-            # row-by-row maps, so neighbouring tables stay neighbours.
-            policy = {"missing": "drop", "out_of_range": "clamp", "infinite": "clamp",
-                      "added_public_row": None}
+            # the in-memory path's policy (row-by-row maps: neighbours stay neighbours);
+            # the engines drop NULL/NaN, clamp to the bounds and count ±inf rows
+            policy = analyst_policy(mechanism)
             params = {**params, "input_policy": policy}
         charge = self._charge(guarantee, _mechanism_name(mechanism), params, convert_delta)
         try:

@@ -19,8 +19,14 @@ statistic      out-of-core mechanism and the aggregate it reads
                (``count_and_sum``)
 ``mean``       noisy shifted sum ÷ noisy count (``count_and_sum`` with
                ``shift=True``); add/remove neighbours only
-``median``,    the exponential mechanism on a public candidate grid
-``quantile``   (:class:`CandidateQuantile`, ``histogram``)
+``median``,    the in-memory default, the exponential mechanism with the log
+``quantile``   base (:class:`~instancedp.mechanisms.quantile.ExponentialQuantile`),
+               drawn in stages: a window of order statistics around the
+               target rank (``order_window``), and further single order
+               statistics only when the exact inversion needs them
+               (:class:`~instancedp.mechanisms.quantile.PieceSet`); with a
+               public ``resolution``, the exponential mechanism on that
+               candidate grid (:class:`CandidateQuantile`, ``histogram``)
 =============  =================================================================
 
 Other statistics need more than these aggregates: on a database or Spark they
@@ -278,12 +284,12 @@ def out_of_core_mechanism(
             allowed=", ".join(OUT_OF_CORE),
         )
     if stat in ("median", "quantile"):
-        if mechanism not in (None, "exponential"):
+        if mechanism not in (None, "exponential", "candidate_quantile"):
             raise ParameterError(
                 f"mechanism={mechanism!r} is not available out of core for {stat}: "
-                "the exponential mechanism on public candidates is",
+                "the exponential mechanism (drawn in stages, or on public candidates) is",
                 parameter="mechanism",
-                allowed="exponential",
+                allowed="exponential, candidate_quantile",
             )
         if delta is not None:
             raise ParameterError(
@@ -291,8 +297,12 @@ def out_of_core_mechanism(
                 parameter="delta",
                 allowed="None",
             )
-        query = build_query(stat, bounds=bounds, quantile=quantile, neighbours=neighbours)
-        return CandidateQuantile(query, epsilon, resolution=resolution)
+        if bounds is None or resolution is not None or mechanism == "candidate_quantile":
+            query = build_query(stat, bounds=bounds, quantile=quantile, neighbours=neighbours)
+            return CandidateQuantile(query, epsilon, resolution=resolution)
+        # the in-memory default (log base), drawn in stages from the order statistics
+        return build_mechanism(stat, epsilon, mechanism="exponential", bounds=bounds,
+                               quantile=quantile, neighbours=neighbours)
     if resolution is not None:
         raise ParameterError(
             "resolution applies to medians and quantiles", parameter="resolution",
@@ -330,10 +340,18 @@ def release_from_source(
     ``release``), so the record equals ``mechanism.release(column_array)``'s
     for the same rows and seed."""
     from .mechanisms.global_noise import LaplaceMechanism
+    from .mechanisms.quantile import ExponentialQuantile
     from .mechanisms.sum_count import NoisySumOverCount
     from .queries.counts import Count, Sum
 
     rs = resolve(rng)
+    if isinstance(mechanism, ExponentialQuantile) and mechanism.base != "grid":
+        lo, hi = mechanism.lower, mechanism.upper
+        pieces = mechanism.pieces(
+            source.count(column, missing=missing),
+            lambda a, b: source.order_window(column, lo, hi, a, b, missing=missing),
+        )
+        return mechanism._record(mechanism._draw(pieces, rs), rs)
     if isinstance(mechanism, CandidateQuantile):
         counts = source.histogram(column, mechanism.edges, missing=missing)
         return mechanism._record(mechanism._draw(counts, rs, None), rs)

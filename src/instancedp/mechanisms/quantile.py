@@ -53,7 +53,7 @@ import numpy as np
 
 from .. import _validate
 from ..errors import ParameterError
-from ..noise.exact import sample_piece
+from ..noise.exact import sample_piece, sample_piece_lazy
 from ..privacy import PureDP
 from ..random import RandomSource, resolve, sample_index_from_log_weights
 from .base import Mechanism, OutputDistribution, Release
@@ -245,6 +245,68 @@ def grid_quantile_from_counts(
 # --------------------------------------------------------------------------- the mechanism
 
 
+#: the window of pieces read up front spans score distance WINDOW_EXPONENT/a either side
+#: of the target (a = ε/(2Δ)): the rest weighs at most e^−40 of its share per unit length
+WINDOW_EXPONENT = 40.0
+#: at most this many pieces either side (a public cap: one window is one small read)
+MAX_HALF_WINDOW = 1 << 16
+
+
+class PieceSet:
+    """The exponential quantile's n + 1 pieces, read around the target rank only.
+
+    Piece i lies between the i-th and (i+1)-th of lower, x_(1) … x_(n), upper
+    (in the base measure's chart) and has log-weight −ε·|i − qn|/(2Δ).  The
+    window of pieces within score distance ``WINDOW_EXPONENT``/a of qn
+    (a = ε/(2Δ), capped at ``MAX_HALF_WINDOW`` either side — public constants)
+    is read up front; when it holds every piece the draw is
+    :func:`~instancedp.noise.exact.sample_piece`, otherwise
+    :func:`~instancedp.noise.exact.sample_piece_lazy`, which reads further
+    order statistics only when its exact inversion needs them.  Both draw from
+    the same exact law.  n is used inside the score only (its change is covered
+    by Δ) and to place the window; it never reaches the record.
+    """
+
+    def __init__(self, n: int, q: float, epsilon: float, delta: float,
+                 read: Callable[[int, int], np.ndarray], chart: Callable | None,
+                 bounds: tuple[float, float]) -> None:
+        self.n, self.q, self.epsilon, self.delta = n, q, epsilon, delta
+        self._lower, self._upper = bounds
+        self._read, self._chart = read, chart
+        a = epsilon / (2.0 * delta)
+        half = int(min(math.ceil(WINDOW_EXPONENT / a), MAX_HALF_WINDOW))
+        centre = min(max(round(q * n), 0), n)
+        self.start, self.stop = max(0, centre - half), min(n + 1, centre + half + 1)
+        self.window = self._edges(self.start, self.stop + 1)
+        self.full = self.start == 0 and self.stop == n + 1
+        if self.full:
+            i = np.arange(n + 1)
+            self.log_weights = -epsilon * np.abs(i - q * n) / (2 * delta)
+
+    def _edges(self, i: int, j: int) -> np.ndarray:
+        """Chart coordinates of piece boundaries i … j − 1 (boundary i: the value at rank i − 1)."""
+        pts = np.asarray(self._read(i - 1, j - 1), dtype=np.float64)
+        return self._chart(pts) if self._chart is not None else pts
+
+    def _edge(self, i: int) -> float:
+        if i in (0, self.n + 1):  # a public bound: nothing to read
+            bound = np.array([self._lower if i == 0 else self._upper])
+            return float(self._chart(bound)[0] if self._chart is not None else bound[0])
+        return float(self._edges(i, i + 1)[0])
+
+    def log_weight(self, i: int) -> float:
+        # the same float operations as the vectorised weights above
+        return float(-self.epsilon * abs(float(i) - self.q * self.n) / (2 * self.delta))
+
+    def draw(self, source: RandomSource) -> float:
+        if self.full:
+            return sample_piece(self.log_weights, self.window, source)[1]
+        return sample_piece_lazy(
+            self.log_weight, self._edge, self.n + 1,
+            self.start, self.window, source,
+        )[1]
+
+
 class ExponentialQuantile(Mechanism):
     """ε-DP q-quantile over public bounds by the exponential mechanism.
 
@@ -381,24 +443,37 @@ class ExponentialQuantile(Mechanism):
         source: RandomSource = resolve(rng)
         return self._record(self._draw(self._weights(data), source), source)
 
-    def _weights(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _weights(self, data: Any) -> Any:
         if self.base == "grid":
             return self._grid(data)
-        pts, coords, _ = self._continuous(data)
-        n = pts.size - 2
-        delta = score_sensitivity(self.q, self.neighbours)
-        log_score = -self.epsilon * np.abs(np.arange(n + 1) - self.q * n) / (2 * delta)
-        return coords, None, log_score
+        x = self._rows(data) + 0.0  # −0.0 → 0.0, as every engine reads it
 
-    def _draw(self, weights: tuple, source: RandomSource) -> float:
-        starts, lengths, logw = weights
+        def read(start: int, stop: int) -> np.ndarray:
+            from ..backends.numpy import pad_window
+
+            return pad_window(x[max(start, 0):], start, stop, self.lower, self.upper,
+                              offset=max(start, 0), n=x.size)
+
+        return self.pieces(int(x.size), read)
+
+    def pieces(self, n: int, read: Callable[[int, int], np.ndarray]) -> PieceSet:
+        """The continuous law's pieces over n sorted rows, read through ``read(start,
+        stop)`` (the sorted clamped values at 0-based ranks [start, stop), ``lower``
+        below rank 0 and ``upper`` from n on): an array here, a database's
+        ``order_window`` out of core — the same draws, bit for bit."""
+        chart = log_scale_map(self.log_scale)[0] if self.base == "log" else None
+        return PieceSet(n, self.q, self.epsilon, score_sensitivity(self.q, self.neighbours),
+                        read, chart, (self.lower, self.upper))
+
+    def _draw(self, weights: Any, source: RandomSource) -> float:
         if self.base == "grid":
+            starts, lengths, logw = weights
             i = sample_index_from_log_weights(logw, source)
             return self._grid_value(int(starts[i]) + source.integers(int(lengths[i])))
         # A piece ∝ score weight × its EXACT length, then an exactly rounded uniform
         # point in it: float lengths overflow on huge bounds, and lo + u·(hi − lo)
         # would reveal the data-dependent endpoints in its low bits (Mironov 2012).
-        _, u = sample_piece(logw, starts, source)
+        u = weights.draw(source)
         if self.base == "log":
             _, phi_inv = log_scale_map(self.log_scale)
             # φ⁻¹ is public post-processing of a point of the φ-chart law

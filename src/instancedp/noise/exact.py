@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -88,6 +89,7 @@ __all__ = [
     "round_scale_up",
     "sample_index",
     "sample_piece",
+    "sample_piece_lazy",
     "scale_upper_bound",
     "snap_to_grid",
     "uniform",
@@ -872,3 +874,151 @@ def sample_piece(log_density: Any, edges: Any, rng: Any = None) -> tuple[int, fl
     source = resolve(rng)
     i = _sample_index_exact(ld, e, source)
     return i, uniform(float(e[i]), float(e[i + 1]), source)
+
+
+def sample_piece_lazy(
+    log_density: Callable[[int], float],
+    edge_at: Callable[[int], float],
+    m: int,
+    window_start: int,
+    window_edges: Any,
+    rng: Any = None,
+) -> tuple[int, float]:
+    """:func:`sample_piece` over m pieces whose edges are read only where needed.
+
+    Piece i has log-density ``log_density(i)`` (a float) on [a_i, a_{i+1}];
+    ``window_edges`` are the known edges a_s … a_t (s = ``window_start``),
+    ``edge_at(i)`` reads any other one (e.g. one order statistic from a database).
+    The log-density must be unimodal with its maximum inside [s, t), so that on
+    a run of pieces outside the window it is bounded by its values at the run's
+    two ends.  The draw is **the same exact inversion** as :func:`sample_piece`:
+    the piece i with C_{i−1} ≤ U·W < C_i for a lazily drawn uniform U, C the
+    exact prefix sums of exp(ld_i)·(a_{i+1} − a_i), W their total — so the law
+    is exactly the one :func:`sample_piece` draws from, whatever was read.
+
+    How, without every edge: the pieces before s and from t on start as two
+    *runs*, each known only through its two end edges; a run's weight lies
+    between exp(min ld)·length and exp(max ld)·length (its pieces' lengths sum
+    to the run's length).  Prefix sums are balls that contain these intervals.
+    When a comparison of U·W with a prefix sum is undecided because of a run,
+    the widest run is split at its middle piece (one ``edge_at`` call) —
+    otherwise U gets more digits or the balls more precision, as in
+    :func:`sample_index`.  A run the inversion lands in is split until one
+    piece is left.  Runs far from the mode weigh ≲ exp(ld_max − ld_edge) of
+    the total, so a window a few 1/ε wide typically reads no edge at all.
+    Staged sampling of the exponential mechanism from a database: see
+    ``docs/backends.md``.
+    """
+    source = resolve(rng)
+    win = [float(e) for e in np.asarray(window_edges, dtype=np.float64)]
+    s, t = int(window_start), int(window_start) + len(win) - 1
+    if not (0 <= s < t <= m) or not all(math.isfinite(e) for e in win):
+        raise ParameterError(
+            "window_edges must hold finite edges a_s … a_t with 0 <= s < t <= m",
+            parameter="window_edges",
+        )
+    edges: dict[int, float] = dict(enumerate(win, start=s))
+    ld_cache: dict[int, float] = {}
+
+    def ld(i: int) -> float:
+        if i not in ld_cache:
+            ld_cache[i] = float(log_density(i))
+        return ld_cache[i]
+
+    def edge(i: int) -> float:
+        if i not in edges:
+            e = float(edge_at(i))
+            if not math.isfinite(e):
+                raise ParameterError("edge_at must return finite floats", parameter="edge_at")
+            edges[i] = e
+        return edges[i]
+
+    # blocks [i1, i2): single pieces inside the window, two runs outside it
+    blocks: list[tuple[int, int]] = []
+    if s > 0:
+        edge(0)
+        blocks.append((0, s))
+    blocks += [(i, i + 1) for i in range(s, t)]
+    if t < m:
+        edge(m)
+        blocks.append((t, m))
+
+    def bounds(b: tuple[int, int]) -> tuple[arb, arb]:
+        """Balls enclosing a lower and an upper bound of the block's exact weight (equal
+        for one piece).  Kept apart: one ball around both would lose the lower bound
+        of a run to the few bits of a ball's radius."""
+        i1, i2 = b
+        length = arb(edges[i2]) - arb(edges[i1])
+        if i2 - i1 == 1:
+            w = _exp_ball(ld(i1)) * length
+            return w, w
+        lds = (ld(i1), ld(i2 - 1))
+        return _exp_ball(min(lds)) * length, _exp_ball(max(lds)) * length
+
+    u = _LazyUniform(source)
+    old = ctx.prec
+    prec = max(_START_PREC, u.k + 64)
+    try:
+        while True:
+            ctx.prec = prec
+            lows, highs = [arb(0)], [arb(0)]  # prefix sums of the lower and upper bounds
+            widest, width = -1, arb(0)
+            for j, blk in enumerate(blocks):
+                lo_w, hi_w = bounds(blk)
+                lows.append(lows[-1] + lo_w)
+                highs.append(highs[-1] + hi_w)
+                if blk[1] - blk[0] > 1 and (hi_w - lo_w).upper() > width.upper():
+                    widest, width = j, hi_w - lo_w
+            w_lo, w_hi = lows[-1], highs[-1]
+            if not w_lo > 0:
+                if w_hi.upper() <= 0:
+                    raise ParameterError("the pieces have no weight", parameter="log_density")
+                action: tuple[str, int] | None = ("split", widest) if widest >= 0 else (
+                    "precision", -1)
+            else:
+                action = None
+                lo_k, hi_k = 0, len(blocks)
+                while hi_k - lo_k > 1:
+                    mid = (lo_k + hi_k) // 2
+                    if highs[mid] <= u.lower() * w_lo:  # C_mid ≤ U·W for sure
+                        lo_k = mid
+                    elif lows[mid] >= u.upper() * w_hi:  # C_mid ≥ U·W for sure
+                        hi_k = mid
+                    else:
+                        scale = u.width() * w_lo.lower()
+                        run_blur = (highs[-1] - lows[-1]).upper()
+                        if widest >= 0 and run_blur * 8 > scale:
+                            action = ("split", widest)
+                        elif (highs[mid].rad() + w_lo.rad() + w_hi.rad()) * 8 > scale:
+                            action = ("precision", -1)
+                        else:
+                            action = ("refine", -1)
+                        break
+                if action is None:
+                    i1, i2 = blocks[lo_k]
+                    if i2 - i1 == 1:
+                        ctx.prec = old
+                        return i1, uniform(edges[i1], edges[i1 + 1], source)
+                    action = ("split", lo_k)
+            kind, j = action
+            if kind == "split":
+                i1, i2 = blocks[j]
+                mid_i = (i1 + i2) // 2
+                edge(mid_i)
+                blocks[j:j + 1] = [(i1, mid_i), (mid_i, i2)]
+            elif kind == "precision":
+                prec *= 2
+                if prec > _MAX_PREC:
+                    raise _Undecidable(f"lazy piece sampler undecided at {prec} bits")
+            else:
+                u.refine()
+                prec = max(prec, u.k + 64)
+    finally:
+        ctx.prec = old
+
+
+def _exp_ball(x: float) -> arb:
+    """exp(x) as a ball (0 for −inf)."""
+    if x == -math.inf:
+        return arb(0)
+    return arb(x).exp()
