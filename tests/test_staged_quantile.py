@@ -105,3 +105,22 @@ def test_files_and_databases_give_the_in_memory_record(tmp_path, analyst):
                 records.setdefault(stat, []).append(_json(r))
     for stat, recs in records.items():
         assert len(set(recs)) == 1, stat
+
+
+def test_postgresql_gives_the_csv_record(tmp_path, postgres_url):
+    import psycopg
+
+    rows = np.concatenate([DATASETS["far_ties"], DATASETS["normal"]]).round(3)
+    (tmp_path / "t.csv").write_text("v\n" + "\n".join(repr(float(v)) for v in rows) + "\n")
+    with psycopg.connect(postgres_url, autocommit=True) as con:
+        con.execute("DROP TABLE IF EXISTS staged_t")
+        con.execute("CREATE TABLE staged_t (v double precision)")
+        with con.cursor() as cur:
+            cur.executemany("INSERT INTO staged_t VALUES (%s)", [(float(v),) for v in rows])
+    got = []
+    for data, extra in [(str(tmp_path / "t.csv"), {}), (postgres_url, {"table": "staged_t"})]:
+        with Session(data, PureDP(5.0), **extra) as s:
+            got.append([_json(s.release_statistic(stat, "v", epsilon=0.5, bounds=(0.0, 100.0),
+                                                  rng=simulation(4)))
+                        for stat in ("median", "mean")])
+    assert got[0] == got[1]
