@@ -27,8 +27,8 @@ from instancedp.privacy import PureDP
 from instancedp.random import simulation
 from instancedp.session import Session
 
-EPS = 0.01
-BUDGET = 3.0  # exactly 300 releases at ε = 0.01
+EPS = 2.0**-7
+BUDGET = 300 * EPS  # exactly 300 releases (2⁻⁷ is exact in binary: no excess per charge)
 WORKERS = 8
 PER_WORKER = 50
 
@@ -105,7 +105,7 @@ def test_eight_processes_exactly_300_of_400(tmp_path):
     assert outs.count("r") == 100
     with Ledger(path, create=False) as led:
         assert led.count("d") == 300
-        assert led.spent("d").epsilon == Decimal("3")
+        assert led.spent("d").epsilon == Decimal(BUDGET)
         assert led.remaining("d").epsilon == 0
         assert led.integrity_check() == "ok"
 
@@ -142,9 +142,9 @@ def test_sigkill_mid_release_only_over_counts(tmp_path):
         n = led.count("d")
         statuses = [h["status"] for h in led.history("d")]
     # Every value that came back was charged; spend never above the budget.
-    assert spent == Decimal(str(EPS)) * n
+    assert spent == Decimal(EPS) * n
     assert n >= returned
-    assert spent <= Decimal(str(BUDGET))
+    assert spent <= Decimal(BUDGET)
     # Each victim died after its charge and before its release returned: at
     # least those three charges were never marked — the over-count.
     assert statuses.count("charged") >= len(victims)

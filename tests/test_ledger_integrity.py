@@ -17,6 +17,7 @@ import os
 import sqlite3
 import threading
 from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -159,7 +160,7 @@ def test_verify_walks_the_chain(tmp_path):
         p.write_bytes(data)
         _sql(p, stmt)
         with Ledger(p, create=False) as led:  # the spend is intact, so it opens
-            assert led.spent("d").epsilon == Decimal("0.9")
+            assert led.spent("d").epsilon == 9 * Fraction(0.1)
             r = led.verify()
         assert not r.ok and any(words in x for x in r.problems), r.problems
 
@@ -187,7 +188,7 @@ def test_keyed_chain_stops_a_forger_without_the_key(tmp_path, monkeypatch):
     _ledger(plain)
     _rewrite_without_key(plain)
     with Ledger(plain, create=False) as led:  # unkeyed: a consistent rewrite passes
-        assert led.spent("d").epsilon == Decimal("0.1") and led.verify().ok
+        assert led.spent("d").epsilon == Decimal(0.1) and led.verify().ok
     keyed = tmp_path / "keyed.db"
     monkeypatch.setenv("INSTANCEDP_LEDGER_KEY", "owner secret")
     _ledger(keyed)
@@ -379,12 +380,12 @@ def test_32_concurrent_creators_never_fail(tmp_path):
 def test_gaussian_budget_sums_mu_squared_and_matches_the_pld(tmp_path):
     from instancedp.privacy import compose_parts, gdp_to_epsilon
 
-    mu = 0.1
+    mu = 0.125  # exact in binary: 100 · μ² = 1.5625 = 1.25² exactly
     with Ledger(tmp_path / "l.db") as led:
-        led.ensure_budget("d", GaussianDP(1.0))
+        led.ensure_budget("d", GaussianDP(1.25))
         for _ in range(100):
             led.charge("d", GaussianDP(mu))
-        assert led.spent("d").mu2 == Decimal("1.00")
+        assert led.spent("d").mu2 == Decimal("1.5625")
         with pytest.raises(BudgetExceeded):
             led.charge("d", GaussianDP(1e-3))
         total = led.spent("d").to_guarantee()

@@ -7,9 +7,14 @@ last release, and a release interrupted after its charge can only
 over-count.  The database runs in WAL mode with ``synchronous=FULL`` so a
 committed charge survives a crash of the process or the machine.
 
-Budget arithmetic is exact: each guarantee's parameters enter as
-``decimal.Decimal`` built from the float's shortest ``repr`` (so ε = 0.05 is
-the decimal 0.05, and forty of them are exactly 2.0), and sums are decimal.
+Budget arithmetic is exact and rounds against the analyst: each guarantee's
+parameters enter as the exact rational value of the float the mechanism used
+(``Decimal(0.1)`` is 0.1000000000000000055511151231257827…, never the shorter
+decimal 0.1 that lies below it), and sums and comparisons are exact decimal
+arithmetic (an inexact step raises instead of rounding).  So ten releases of
+ε = 0.1 cost slightly more than 1: a budget of 1.0 holds nine of them and a
+tenth only if the budget is the float sum; dyadic ε (0.125, 2⁻²⁰) add up
+without any excess.
 
 Composition (what a budget of each type accepts):
 
@@ -59,7 +64,18 @@ import threading
 import time as _time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, localcontext
+from decimal import (
+    ROUND_CEILING,
+    ROUND_FLOOR,
+    ROUND_HALF_EVEN,
+    Context,
+    Decimal,
+    DivisionByZero,
+    Inexact,
+    InvalidOperation,
+    Overflow,
+    localcontext,
+)
 from pathlib import Path
 from typing import Any
 
@@ -89,16 +105,38 @@ __all__ = [
 
 SCHEMA_VERSION = 2
 _APP = "instancedp-ledger"
-_PREC = 60  # decimal digits: ε² of a 17-digit repr is exact at 34
+# Enough digits for every exact sum or square of doubles (a double spans < 1,400
+# decimal digits, its square < 2,800); an inexact step raises instead of rounding.
+_PREC = 6000
+
+
+_EXACT = Context(
+    prec=_PREC,
+    Emax=999_999,
+    Emin=-999_999,
+    traps=[Inexact, InvalidOperation, DivisionByZero, Overflow],
+)
+
+
+def _exact() -> Any:
+    """A decimal context in which every step is exact (``Inexact`` is trapped)."""
+    return localcontext(_EXACT)
 
 
 def _dec(x: Any) -> Decimal:
-    """The decimal a float *means*: built from its shortest repr (0.05 → 0.05)."""
+    """The exact value of what the mechanism used: a float's exact binary rational
+    (0.1 → 0.1000000000000000055511151231257827…), never its shorter repr, which can
+    lie below it by up to half an ulp; decimals and strings (the stored form) as given."""
     if isinstance(x, Decimal):
         return x
     if isinstance(x, str):
         return Decimal(x)
-    return Decimal(repr(float(x)))
+    f = float(x)
+    if not math.isfinite(f):
+        raise ParameterError(
+            f"a privacy parameter must be finite, got {x!r}", parameter="epsilon"
+        )
+    return Decimal(f)
 
 
 @dataclass(frozen=True)
@@ -119,8 +157,7 @@ class Amount:
     def __add__(self, other: Amount) -> Amount:
         if other.kind != self.kind:
             raise CompositionError(f"cannot add a {other.kind} amount to a {self.kind} amount")
-        with localcontext() as ctx:
-            ctx.prec = _PREC
+        with _exact():
             return Amount(
                 self.kind,
                 self.epsilon + other.epsilon,
@@ -132,8 +169,7 @@ class Amount:
     def __sub__(self, other: Amount) -> Amount:
         if other.kind != self.kind:
             raise CompositionError(f"cannot subtract a {other.kind} amount from a {self.kind}")
-        with localcontext() as ctx:
-            ctx.prec = _PREC
+        with _exact():
             return Amount(
                 self.kind,
                 self.epsilon - other.epsilon,
@@ -165,14 +201,21 @@ class Amount:
             ctx.prec = 40
             return self.mu2.sqrt()
 
-    def describe(self) -> str:
+    def describe(self, rounding: str = ROUND_HALF_EVEN) -> str:
+        """Short words for messages: a coordinate that is exactly a float prints as the
+        float's repr (0.1, not its 55 exact digits); any other to 17 significant digits,
+        rounded by ``rounding`` (``ROUND_CEILING`` for a cost, ``ROUND_FLOOR`` for what
+        remains, so that a message never promises more room than there is)."""
         if self.kind == "pure":
-            return f"epsilon={_fmt(self.epsilon)}"
+            return f"epsilon={_show(self.epsilon, rounding)}"
         if self.kind == "approx":
-            return f"epsilon={_fmt(self.epsilon)}, delta={_fmt(self.delta)}"
+            return (
+                f"epsilon={_show(self.epsilon, rounding)}, delta={_show(self.delta, rounding)}"
+            )
         if self.kind == "gdp":
-            return f"mu={float(self.mu):.10g}"
-        return f"rho={_fmt(self.rho)}"
+            mu = Context(prec=10, rounding=rounding).sqrt(self.mu2)
+            return f"mu={_fmt(mu)}"
+        return f"rho={_show(self.rho, rounding)}"
 
     def as_dict(self) -> dict[str, Any]:
         """Plain floats for JSON (exact strings under ``exact``)."""
@@ -199,8 +242,18 @@ _FIELDS = {"pure": ("epsilon",), "approx": ("epsilon", "delta"), "zcdp": ("rho",
 
 
 def _fmt(d: Decimal) -> str:
-    """Plain positional notation without trailing zeros (2.00 → 2, 1E-5 → 0.00001)."""
-    return format(d.normalize(), "f")
+    """Plain positional notation without trailing zeros (2.00 → 2, 1E-5 → 0.00001), exact."""
+    with _exact():
+        return format(d.normalize(), "f")
+
+
+def _show(d: Decimal, rounding: str = ROUND_HALF_EVEN) -> str:
+    """``d`` for a message: the float's repr when ``d`` is exactly a float, else 17
+    significant digits rounded by ``rounding``."""
+    f = float(d)
+    if math.isfinite(f) and Decimal(f) == d:
+        return _fmt(Decimal(repr(f)))
+    return _fmt(Context(prec=17, rounding=rounding).plus(d))
 
 
 def amount_of(budget: Guarantee) -> Amount:
@@ -222,8 +275,7 @@ def amount_of(budget: Guarantee) -> Amount:
 
 
 def _sq(x: Decimal) -> Decimal:
-    with localcontext() as ctx:
-        ctx.prec = _PREC
+    with _exact():
         return x * x
 
 
@@ -274,10 +326,10 @@ def charge_amount(budget_kind: str, guarantee: Guarantee, convert_delta: Any = N
         if isinstance(guarantee, ZCDP):
             return Amount("zcdp", rho=_dec(guarantee.rho))
         if isinstance(guarantee, GaussianDP):
-            return Amount("zcdp", rho=_sq(_dec(guarantee.mu)) / 2)
+            with _exact():
+                return Amount("zcdp", rho=_sq(_dec(guarantee.mu)) / 2)
         if is_pure:
-            with localcontext() as ctx:
-                ctx.prec = _PREC
+            with _exact():
                 e = _dec(guarantee.epsilon)
                 return Amount("zcdp", rho=e * e / 2)
         raise CompositionError(
@@ -1258,7 +1310,8 @@ class Ledger:
                 remaining = (budget - spent).clipped()
                 raise BudgetExceeded(
                     f"budget exhausted for dataset '{dataset_id}': this release needs "
-                    f"{cost.describe()} but only {remaining.describe()} remains "
+                    f"{cost.describe(ROUND_CEILING)} but only {remaining.describe(ROUND_FLOOR)} "
+                    "remains "
                     f"(total {budget.describe()})",
                     remaining,
                     cost,
@@ -1270,7 +1323,8 @@ class Ledger:
                     left = (allow - mine).clipped()
                     raise BudgetExceeded(
                         f"allowance exhausted for principal '{who}' on dataset '{dataset_id}': "
-                        f"this release needs {cost.describe()} but only {left.describe()} of "
+                        f"this release needs {cost.describe(ROUND_CEILING)} but only "
+                        f"{left.describe(ROUND_FLOOR)} of "
                         f"the allowance {allow.describe()} remains",
                         left,
                         cost,
