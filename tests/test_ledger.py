@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import pytest
 
+from instancedp.errors import ParameterError
 from instancedp.ledger import (
     BudgetExceeded,
     CompositionError,
@@ -16,7 +17,6 @@ from instancedp.ledger import (
     LedgerError,
     charge_amount,
 )
-from instancedp.errors import ParameterError
 from instancedp.privacy import ZCDP, ApproxDP, PureDP, zcdp_to_epsilon
 
 

@@ -133,9 +133,7 @@ def _dec(x: Any) -> Decimal:
         return Decimal(x)
     f = float(x)
     if not math.isfinite(f):
-        raise ParameterError(
-            f"a privacy parameter must be finite, got {x!r}", parameter="epsilon"
-        )
+        raise ParameterError(f"a privacy parameter must be finite, got {x!r}", parameter="epsilon")
     return Decimal(f)
 
 
@@ -209,9 +207,7 @@ class Amount:
         if self.kind == "pure":
             return f"epsilon={_show(self.epsilon, rounding)}"
         if self.kind == "approx":
-            return (
-                f"epsilon={_show(self.epsilon, rounding)}, delta={_show(self.delta, rounding)}"
-            )
+            return f"epsilon={_show(self.epsilon, rounding)}, delta={_show(self.delta, rounding)}"
         if self.kind == "gdp":
             mu = Context(prec=10, rounding=rounding).sqrt(self.mu2)
             return f"mu={_fmt(mu)}"
@@ -367,6 +363,12 @@ class Charge:
     remaining: Amount
 
 
+# Durability of a committed charge (SQLite's synchronous setting under WAL):
+# "full" — fsync at every commit: survives a killed process, an OS crash and power loss
+#          (the default: a charge lost after its value was seen is a privacy failure);
+# "process" — fsync only at checkpoints: survives a killed process (the WAL is in the OS
+#          page cache), but an OS crash or power loss may drop the last charges.
+_SYNC = {"full": "FULL", "process": "NORMAL"}
 _APP_ID = 0x69445044  # "iDPD": SQLite header application_id of an instancedp ledger
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 RELATIONS: tuple[str, ...] = ("add_remove", "substitution", "edge", "person")
@@ -515,7 +517,6 @@ class VerifyReport:
         return not self.problems
 
 
-
 def history_row(r: Any) -> dict[str, Any]:
     """One charge as ``history`` lists it, from (id, dataset, principal, time,
     guarantee JSON, mechanism, parameters JSON[, status]) — shared by both backends."""
@@ -544,6 +545,7 @@ def summary_row(led: Any, ds: str, budget: Amount, spent: Amount) -> dict[str, A
         "principals": led.principals(ds),
     }
 
+
 class Ledger:
     """The privacy-budget ledger at ``path`` (``":memory:"`` for an in-process one).
 
@@ -554,8 +556,11 @@ class Ledger:
     ``key_file`` (or the ``INSTANCEDP_LEDGER_KEY`` /
     ``INSTANCEDP_LEDGER_KEY_FILE`` environment variables) switch the chain
     and head from SHA-256 to HMAC-SHA256.  Connections wait up to
-    ``timeout`` seconds for the write lock.  One Ledger may be shared by
-    threads: its calls are serialised by a lock.
+    ``timeout`` seconds for the write lock.  ``durability="full"`` (default)
+    syncs every charge to disk before the release runs; ``"process"`` trades
+    power-loss durability for throughput (docs/ledger.md).  One Ledger may be
+    shared by threads: its calls are serialised by a lock (one connection,
+    one transaction at a time).
     """
 
     def __new__(cls, path: str | Path, **kwargs: Any) -> Any:
@@ -575,13 +580,22 @@ class Ledger:
         principal: str | None = None,
         key: bytes | str | None = None,
         key_file: str | Path | None = None,
+        durability: str = "full",
     ) -> None:
+        if durability not in _SYNC:
+            raise ParameterError(
+                f"durability must be one of {', '.join(_SYNC)}, got {durability!r}",
+                parameter="durability",
+                allowed=", ".join(_SYNC),
+            )
+        self.durability = durability
         self.path = str(path)
         self.timeout = float(timeout)
         self.principal = _default_principal() if principal is None else _check_principal(principal)
         self._key = _load_key(key, key_file)
         self._lock = threading.RLock()
         self._con: sqlite3.Connection | None = None
+        self._verified: dict[tuple, Amount] = {}  # signed rows already checked (exact text)
         memory = self.path == ":memory:"
         try:
             if memory:
@@ -609,7 +623,7 @@ class Ledger:
             target, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
         con.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
-        con.execute("PRAGMA synchronous=FULL")
+        con.execute(f"PRAGMA synchronous={_SYNC[self.durability]}")
         return con
 
     def _open_file(self, create: bool) -> None:
@@ -1058,9 +1072,15 @@ class Ledger:
         rows = con.execute(q, (dataset_id,)).fetchall() if con else self._read(q, (dataset_id,))
         if not rows:
             return None
-        self._check_budget_sig(rows[0])
-        _, kind, e, d, r, m, *_ = rows[0]
-        return Amount(kind, Decimal(e), Decimal(d), Decimal(r), Decimal(m))
+        row = tuple(rows[0])
+        have = self._verified.get(row)
+        if have is None:  # a budget row never changes: check its signature once per row text
+            self._check_budget_sig(row)
+            _, kind, e, d, r, m, *_ = row
+            have = self._verified[row] = Amount(
+                kind, Decimal(e), Decimal(d), Decimal(r), Decimal(m)
+            )
+        return have
 
     def _insert_budget(
         self, con: sqlite3.Connection, ds: str, a: Amount, relation: str, at: str
@@ -1192,9 +1212,13 @@ class Ledger:
         ).fetchone()
         if row is None:
             return None
-        a = Amount(kind, *(Decimal(x) for x in row[:4]))
-        if not hmac.compare_digest(row[4], self._allowance_sig(ds, principal, a)):
-            raise self._damaged(f"the allowance of '{principal}' on '{ds}' was edited")
+        key = ("allowance", ds, principal, kind, *row)
+        a = self._verified.get(key)
+        if a is None:
+            a = Amount(kind, *(Decimal(x) for x in row[:4]))
+            if not hmac.compare_digest(row[4], self._allowance_sig(ds, principal, a)):
+                raise self._damaged(f"the allowance of '{principal}' on '{ds}' was edited")
+            self._verified[key] = a
         return a
 
     # -- spending -------------------------------------------------------------
@@ -1204,6 +1228,20 @@ class Ledger:
         if not rows:
             return Amount(kind)
         return Amount(kind, *(Decimal(x) for x in rows[0]))
+
+    def _totals_pair(
+        self, con: sqlite3.Connection, ds: str, principal: str, kind: str
+    ) -> tuple[Amount, Amount]:
+        """The dataset's running total and the principal's, in one read."""
+        got = {
+            r[0]: Amount(kind, *(Decimal(x) for x in r[1:]))
+            for r in con.execute(
+                "SELECT principal, epsilon, delta, rho, mu2 FROM totals "
+                "WHERE dataset_id=? AND principal IN ('', ?)",
+                (ds, principal),
+            )
+        }
+        return got.get("", Amount(kind)), got.get(principal, Amount(kind))
 
     def spent(self, dataset_id: str = "default", principal: str | None = None) -> Amount:
         """What has been charged (by ``principal``, or by everyone): the running total."""
@@ -1237,46 +1275,51 @@ class Ledger:
         mechanism: str,
         params: str,
         at: str,
+        before: tuple[Amount, Amount] | None = None,
+        count: int = 1,
     ) -> int:
-        """Append one charge row, update both running totals and the head (same transaction)."""
+        """Append ``count`` equal charge rows (one for a charge; many to build a ledger in
+        bulk), update both running totals and the head, in the caller's transaction.
+        ``before``: the dataset's and the principal's totals, when the caller has read them.
+        Returns the last row's id."""
         n, prev = con.execute("SELECT n, last_hash FROM head WHERE one = 1").fetchone()
-        tot = self._total(con, ds, "", cost.kind) + cost
-        ptot = self._total(con, ds, principal, cost.kind) + cost
-        totals = json.dumps(
-            {
-                "dataset": [str(tot.epsilon), str(tot.delta), str(tot.rho), str(tot.mu2)],
-                "principal": [str(ptot.epsilon), str(ptot.delta), str(ptot.rho), str(ptot.mu2)],
-            },
-            sort_keys=True,
+        tot, ptot = (
+            before if before is not None else self._totals_pair(con, ds, principal, cost.kind)
         )
-        cid = n + 1
-        row = (
-            cid,
-            ds,
-            principal,
-            at,
-            cost.kind,
-            str(cost.epsilon),
-            str(cost.delta),
-            str(cost.rho),
-            str(cost.mu2),
-            guarantee,
-            mechanism,
-            params,
-            totals,
-            prev,
-        )
-        h = self._row_hash(row)
-        con.execute(
-            f"INSERT INTO charges ({_CHARGE_COLS}) VALUES ({','.join('?' * 15)})", (*row, h)
-        )
+        cost_text = (str(cost.epsilon), str(cost.delta), str(cost.rho), str(cost.mu2))
+        insert = f"INSERT INTO charges ({_CHARGE_COLS}) VALUES ({','.join('?' * 15)})"
+        cid, h, batch = n, prev, []
+        for _ in range(count):
+            tot, ptot = tot + cost, ptot + cost
+            totals = json.dumps(
+                {
+                    "dataset": [str(tot.epsilon), str(tot.delta), str(tot.rho), str(tot.mu2)],
+                    "principal": [
+                        str(ptot.epsilon),
+                        str(ptot.delta),
+                        str(ptot.rho),
+                        str(ptot.mu2),
+                    ],
+                },
+                sort_keys=True,
+            )
+            cid += 1
+            row = (cid, ds, principal, at, cost.kind, *cost_text, guarantee, mechanism, params)
+            row = (*row, totals, h)
+            h = self._row_hash(row)
+            batch.append((*row, h))
+            if len(batch) >= 10_000:
+                con.executemany(insert, batch)
+                batch.clear()
+        if batch:
+            con.executemany(insert, batch)
         for pr, t in (("", tot), (principal, ptot)):
             con.execute(
-                "INSERT INTO totals VALUES (?, ?, ?, ?, ?, ?, 1, ?) ON CONFLICT "
+                "INSERT INTO totals VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT "
                 "(dataset_id, principal) DO UPDATE SET epsilon=excluded.epsilon, "
-                "delta=excluded.delta, rho=excluded.rho, mu2=excluded.mu2, n=n+1, "
+                "delta=excluded.delta, rho=excluded.rho, mu2=excluded.mu2, n=n+excluded.n, "
                 "last_id=excluded.last_id",
-                (ds, pr, str(t.epsilon), str(t.delta), str(t.rho), str(t.mu2), cid),
+                (ds, pr, str(t.epsilon), str(t.delta), str(t.rho), str(t.mu2), count, cid),
             )
         con.execute(
             "UPDATE head SET n=?, last_hash=?, mac=? WHERE one = 1",
@@ -1304,7 +1347,7 @@ class Ledger:
         with self._tx("charge") as con:
             budget = self._require_budget(dataset_id, con)
             cost = charge_amount(budget.kind, guarantee, convert_delta)
-            spent = self._total(con, dataset_id, "", budget.kind)
+            spent, mine = self._totals_pair(con, dataset_id, who, budget.kind)
             after = spent + cost
             if not after.fits_in(budget):
                 remaining = (budget - spent).clipped()
@@ -1318,7 +1361,6 @@ class Ledger:
                 )
             allow = self._allowance(con, dataset_id, who, budget.kind)
             if allow is not None:
-                mine = self._total(con, dataset_id, who, budget.kind)
                 if not (mine + cost).fits_in(allow):
                     left = (allow - mine).clipped()
                     raise BudgetExceeded(
@@ -1330,7 +1372,15 @@ class Ledger:
                         cost,
                     )
             cid = self._append(
-                con, dataset_id, who, cost, _guarantee_json(guarantee), mechanism, params, _now()
+                con,
+                dataset_id,
+                who,
+                cost,
+                _guarantee_json(guarantee),
+                mechanism,
+                params,
+                _now(),
+                (spent, mine),
             )
         return Charge(cid, cost, (budget - after).clipped())
 
