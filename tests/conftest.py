@@ -137,4 +137,3 @@ def new_pg_db(postgres_url):
         return postgres_url.rsplit("/", 1)[0] + "/" + name
 
     return make
-

@@ -46,9 +46,7 @@ def test_forty_releases_of_005_do_not_fit_two_the_float_is_above_005(tmp_path):
         with pytest.raises(BudgetExceeded) as err:
             led.charge("d", PureDP(0.05))
         # The remaining room is printed rounded down, the cost rounded up.
-        assert "needs epsilon=0.05 but only epsilon=0.04999999999999989 remains" in str(
-            err.value
-        )
+        assert "needs epsilon=0.05 but only epsilon=0.04999999999999989 remains" in str(err.value)
         assert Fraction(led.spent("d").epsilon) == 39 * Fraction(0.05)
 
 
