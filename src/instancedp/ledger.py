@@ -1289,28 +1289,26 @@ class Ledger:
         cost_text = (str(cost.epsilon), str(cost.delta), str(cost.rho), str(cost.mu2))
         insert = f"INSERT INTO charges ({_CHARGE_COLS}) VALUES ({','.join('?' * 15)})"
         cid, h, batch = n, prev, []
-        for _ in range(count):
-            tot, ptot = tot + cost, ptot + cost
-            totals = json.dumps(
-                {
-                    "dataset": [str(tot.epsilon), str(tot.delta), str(tot.rho), str(tot.mu2)],
-                    "principal": [
-                        str(ptot.epsilon),
-                        str(ptot.delta),
-                        str(ptot.rho),
-                        str(ptot.mu2),
-                    ],
-                },
-                sort_keys=True,
-            )
-            cid += 1
-            row = (cid, ds, principal, at, cost.kind, *cost_text, guarantee, mechanism, params)
-            row = (*row, totals, h)
-            h = self._row_hash(row)
-            batch.append((*row, h))
-            if len(batch) >= 10_000:
-                con.executemany(insert, batch)
-                batch.clear()
+        t = [tot.epsilon, tot.delta, tot.rho, tot.mu2]
+        p = [ptot.epsilon, ptot.delta, ptot.rho, ptot.mu2]
+        c = [cost.epsilon, cost.delta, cost.rho, cost.mu2]
+        with _exact():  # exact sums (Inexact trapped), one context for the whole batch
+            for _ in range(count):
+                t = [a + b for a, b in zip(t, c, strict=True)]
+                p = [a + b for a, b in zip(p, c, strict=True)]
+                totals = json.dumps(
+                    {"dataset": [str(x) for x in t], "principal": [str(x) for x in p]},
+                    sort_keys=True,
+                )
+                cid += 1
+                row = (cid, ds, principal, at, cost.kind, *cost_text, guarantee, mechanism)
+                row = (*row, params, totals, h)
+                h = self._row_hash(row)
+                batch.append((*row, h))
+                if len(batch) >= 10_000:
+                    con.executemany(insert, batch)
+                    batch.clear()
+        tot, ptot = Amount(cost.kind, *t), Amount(cost.kind, *p)
         if batch:
             con.executemany(insert, batch)
         for pr, t in (("", tot), (principal, ptot)):
