@@ -890,15 +890,19 @@ class Ledger:
         n, last_hash, mac = h
         if not hmac.compare_digest(mac, self._head_mac(n, last_hash)):
             raise self._damaged("the head record's MAC does not match")
-        last = con.execute(
-            f"SELECT {_CHARGE_COLS} FROM charges ORDER BY id DESC LIMIT 1"
-        ).fetchone()
-        if last is None:
-            if n != 0:
-                raise self._damaged(f"the head records {n} charges but none is left")
+        # Row #n and nothing after it, by primary key (a search, not a scan).
+        rows = con.execute(
+            f"SELECT {_CHARGE_COLS} FROM charges WHERE id >= ? ORDER BY id LIMIT 2", (max(n, 1),)
+        ).fetchall()
+        if n == 0:
+            if rows:
+                raise self._damaged(f"the head records no charges but charge #{rows[0][0]} exists")
             return n, last_hash
-        if last[0] != n:
-            raise self._damaged(f"the head records {n} charges, the last row is #{last[0]}")
+        if not rows or rows[0][0] != n:
+            raise self._damaged(f"the head records {n} charges but charge #{n} is missing")
+        if len(rows) > 1:
+            raise self._damaged(f"the head records {n} charges, a row #{rows[1][0]} follows")
+        last = rows[0]
         if last[-1] != last_hash or self._row_hash(last[:-1]) != last[-1]:
             raise self._damaged(f"charge #{n} does not match the head's hash")
         return n, last_hash
