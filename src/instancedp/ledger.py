@@ -213,8 +213,9 @@ class Amount:
             return f"mu={_fmt(mu)}"
         return f"rho={_show(self.rho, rounding)}"
 
-    def as_dict(self) -> dict[str, Any]:
-        """Plain floats for JSON (exact strings under ``exact``)."""
+    def as_dict(self, rounding: str = ROUND_HALF_EVEN) -> dict[str, Any]:
+        """Plain floats for JSON, exact decimal strings under ``exact``, and short text
+        for people under ``shown`` (rounded by ``rounding``, see :meth:`describe`)."""
         d: dict[str, Any] = {"type": self.kind}
         fields = _FIELDS[self.kind]
         for f in fields:
@@ -222,6 +223,7 @@ class Amount:
         if self.kind == "gdp":
             d["mu"] = float(self.mu)
         d["exact"] = {f: _fmt(getattr(self, f)) for f in fields}
+        d["shown"] = {f: _show(getattr(self, f), rounding) for f in fields}
         return d
 
     def to_guarantee(self) -> Guarantee:
@@ -244,10 +246,17 @@ def _fmt(d: Decimal) -> str:
 
 
 def _show(d: Decimal, rounding: str = ROUND_HALF_EVEN) -> str:
-    """``d`` for a message: the float's repr when ``d`` is exactly a float, else 17
-    significant digits rounded by ``rounding``."""
+    """``d`` for people: the shortest repr of a double next to ``d`` — the nearest one,
+    or the one at or above ``d`` (``ROUND_CEILING``, for costs) or at or below it
+    (``ROUND_FLOOR``, for what remains) — in positional notation.  A value that is
+    exactly a double prints as that double (the float 0.1 as 0.1)."""
     f = float(d)
-    if math.isfinite(f) and Decimal(f) == d:
+    if math.isfinite(f):
+        exact = Decimal(f)
+        if rounding == ROUND_CEILING and exact < d:
+            f = math.nextafter(f, math.inf)
+        elif rounding == ROUND_FLOOR and exact > d:
+            f = math.nextafter(f, -math.inf)
         return _fmt(Decimal(repr(f)))
     return _fmt(Context(prec=17, rounding=rounding).plus(d))
 
@@ -538,8 +547,8 @@ def summary_row(led: Any, ds: str, budget: Amount, spent: Amount) -> dict[str, A
         "dataset_id": ds,
         "relation": led.relation(ds),
         "budget": budget.as_dict(),
-        "spent": spent.as_dict(),
-        "remaining": (budget - spent).clipped().as_dict(),
+        "spent": spent.as_dict(ROUND_CEILING),
+        "remaining": (budget - spent).clipped().as_dict(ROUND_FLOOR),
         "releases": led.count(ds),
         "composition": _COMPOSITION[budget.kind],
         "principals": led.principals(ds),
@@ -1427,7 +1436,7 @@ class Ledger:
             out.append(
                 {
                     "principal": r[0],
-                    "spent": s.as_dict(),
+                    "spent": s.as_dict(ROUND_CEILING),
                     "releases": r[5],
                     "allowance": a.as_dict() if a else None,
                 }

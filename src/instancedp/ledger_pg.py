@@ -754,7 +754,7 @@ class PostgresLedger:
         return [
             {
                 "principal": r[0],
-                "spent": _norm(Amount(kind, *(Decimal(x) for x in r[1:5]))).as_dict(),
+                "spent": _norm(Amount(kind, *(Decimal(x) for x in r[1:5]))).as_dict(ROUND_CEILING),
                 "releases": r[5],
                 "allowance": _norm(Amount(kind, *(Decimal(x) for x in r[6:10]))).as_dict()
                 if r[6] is not None
