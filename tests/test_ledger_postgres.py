@@ -93,6 +93,25 @@ def test_charges_round_against_the_analyst(pg):
             led.charge("r", PureDP(0.1))
 
 
+@pytest.mark.parametrize("x", [1 / 3, 5e-324, 1e-300, 1e300])
+def test_adversarial_floats_are_stored_exactly_on_the_server(pg, x):
+    from instancedp.ledger_pg import PostgresLedger
+
+    ds = f"adv{x!r}"
+    with PostgresLedger(pg) as owner:
+        owner.ensure_budget(ds, PureDP(float(3 * Fraction(x))))
+    with PostgresLedger(pg_role_url(pg, "bob")) as led:
+        fits = 0
+        while True:
+            try:
+                led.charge(ds, PureDP(x))
+            except BudgetExceeded:
+                break
+            fits += 1
+        assert fits == int(Fraction(float(3 * Fraction(x))) / Fraction(x))
+        assert Fraction(led.spent(ds).epsilon) == fits * Fraction(x)
+
+
 def _owner_sql(url, *stmts):
     with psycopg.connect(url, autocommit=True) as con:
         for s in stmts:
