@@ -251,18 +251,21 @@ def main(quick: bool = False) -> list[Path]:
         import matplotlib.pyplot as plt
 
         fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
-        for where, _, durability in places:
+        for i, (where, _, durability) in enumerate(places):
             rs = [r for r in by_rows if r["where"] == where and r["durability"] == durability]
+            xs = [r["rows"] for r in rs]
             ax.loglog(
-                [r["rows"] for r in rs],
-                [r["charges_per_s"] for r in rs],
-                marker="o",
-                label=f"{where}, {durability}",
-            )
+                xs, [r["charges_per_s"] for r in rs], marker="o", color=f"C{i}",
+                label=f"{where}, {durability} (wall clock)",
+            )  # fmt: skip
+            ax.loglog(
+                xs, [r["charges_per_cpu_s"] for r in rs], ls="--", marker="x", color=f"C{i}",
+                label=f"{where}, {durability} (per CPU second)",
+            )  # fmt: skip
         ax.axhline(1000, color="grey", ls=":", lw=1)
         ax.set_xlabel("rows already in the ledger")
         ax.set_ylabel("charges per second (one process)")
-        ax.legend()
+        ax.legend(fontsize=7)
         for durability in ("full", "process"):
             rs = [r for r in by_procs if r["durability"] == durability]
             bx.semilogx(
