@@ -335,6 +335,10 @@ def test_session_and_cli_through_a_url(pg, capsys):
     led = Ledger(url)
     assert isinstance(led, PostgresLedger)
     assert led.ensure_budget("d", None).epsilon == Decimal("1")
+    try:  # alice needs spend of her own to show (unless an earlier test used her allowance)
+        led.charge("d", PureDP(2.0**-10))
+    except BudgetExceeded:
+        pass
     led.close()
     assert _exit_code(main, ["ledger", "show", pg]) == 0
     out = capsys.readouterr().out
@@ -360,7 +364,10 @@ def test_session_releases_against_a_postgresql_url(pg):
     from instancedp.session import Session
 
     url = pg_role_url(pg, "bob")
-    with Session([1.0, 2.0], None, ledger=url, dataset_id="d") as s:
+    # An analyst passing the budget on record is fine; another total is refused.
+    with pytest.raises(LedgerError, match="already holds a total budget"):
+        Session([1.0, 2.0], PureDP(2.0), ledger=url, dataset_id="d")
+    with Session([1.0, 2.0], PureDP(1.0), ledger=url, dataset_id="d") as s:
         before = s.spent.epsilon
         s.release(LaplaceMechanism(Sum(0, 10), 0.125), rng=simulation(0))
         assert s.spent.epsilon == before + Decimal("0.125")

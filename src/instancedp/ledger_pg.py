@@ -574,7 +574,7 @@ class PostgresLedger:
                 parameter="relation",
                 allowed=", ".join(RELATIONS),
             )
-        if budget is not None:
+        if budget is not None and self._budget(dataset_id) is None:  # only the owner inserts
             a = amount_of(budget)
             self._q(
                 "INSERT INTO instancedp_budgets (dataset_id, kind, epsilon, delta, rho, mu2, "
