@@ -121,3 +121,19 @@ def postgres_url():
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(20)
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def new_pg_db(postgres_url):
+    """A callable: ``new_pg_db(name, template=None)`` creates database ``name`` (dropping
+    an old one) on the test server and returns its URL."""
+    import psycopg
+
+    def make(name: str, template: str | None = None) -> str:
+        with psycopg.connect(postgres_url, autocommit=True) as con:
+            con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            tail = f' TEMPLATE "{template}"' if template else ""
+            con.execute(f'CREATE DATABASE "{name}"{tail}')
+        return postgres_url.rsplit("/", 1)[0] + "/" + name
+
+    return make

@@ -140,11 +140,11 @@ def test_budget_exhausted_exit_3_names_remaining(tmp_path):
     led = tmp_path / "l.db"
     base = ["release", "--owner", GOOG, "--column", "close", "--bounds", "0", "1000", "--seed", "3",
             "--ledger", str(led), "--budget-epsilon", "1"]  # fmt: skip
-    assert cli(*base, "--epsilon", "0.7").returncode == 0
+    assert cli(*base, "--epsilon", "0.75").returncode == 0
     r = cli(*base, "--epsilon", "0.5")
-    _assert_bad(r, "budget exhausted", "only epsilon=0.3 remains", code=3)
+    _assert_bad(r, "budget exhausted", "only epsilon=0.25 remains", code=3)
     assert rows(led) == 1
-    r = cli(*base, "--epsilon", "0.3", "--json")
+    r = cli(*base, "--epsilon", "0.25", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["remaining"]["exact"] == {"epsilon": "0"}
     shown = cli("ledger", "show", str(led), "--json")

@@ -17,6 +17,7 @@ import os
 import sqlite3
 import threading
 from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -159,7 +160,7 @@ def test_verify_walks_the_chain(tmp_path):
         p.write_bytes(data)
         _sql(p, stmt)
         with Ledger(p, create=False) as led:  # the spend is intact, so it opens
-            assert led.spent("d").epsilon == Decimal("0.9")
+            assert led.spent("d").epsilon == 9 * Fraction(0.1)
             r = led.verify()
         assert not r.ok and any(words in x for x in r.problems), r.problems
 
@@ -187,7 +188,7 @@ def test_keyed_chain_stops_a_forger_without_the_key(tmp_path, monkeypatch):
     _ledger(plain)
     _rewrite_without_key(plain)
     with Ledger(plain, create=False) as led:  # unkeyed: a consistent rewrite passes
-        assert led.spent("d").epsilon == Decimal("0.1") and led.verify().ok
+        assert led.spent("d").epsilon == Decimal(0.1) and led.verify().ok
     keyed = tmp_path / "keyed.db"
     monkeypatch.setenv("INSTANCEDP_LEDGER_KEY", "owner secret")
     _ledger(keyed)
@@ -379,12 +380,12 @@ def test_32_concurrent_creators_never_fail(tmp_path):
 def test_gaussian_budget_sums_mu_squared_and_matches_the_pld(tmp_path):
     from instancedp.privacy import compose_parts, gdp_to_epsilon
 
-    mu = 0.1
+    mu = 0.125  # exact in binary: 100 · μ² = 1.5625 = 1.25² exactly
     with Ledger(tmp_path / "l.db") as led:
-        led.ensure_budget("d", GaussianDP(1.0))
+        led.ensure_budget("d", GaussianDP(1.25))
         for _ in range(100):
             led.charge("d", GaussianDP(mu))
-        assert led.spent("d").mu2 == Decimal("1.00")
+        assert led.spent("d").mu2 == Decimal("1.5625")
         with pytest.raises(BudgetExceeded):
             led.charge("d", GaussianDP(1e-3))
         total = led.spent("d").to_guarantee()
@@ -437,3 +438,109 @@ def test_cli_verify_and_damaged_ledger_exit_2(tmp_path, capsys):
         assert _main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "truncated" in err
+
+
+def test_every_ledger_failure_is_one_line_and_exit_2_through_the_cli(tmp_path, capsys, monkeypatch):
+    # Each failure the issue lists, through `ledger show` and `release --ledger`: one line
+    # on stderr naming the cause, exit 2, the file unchanged and nothing charged.
+    good = tmp_path / "good.db"
+    data = _ledger(good)
+    csv = tmp_path / "x.csv"
+    csv.write_text("v\n1\n2\n3\n")
+    cases = {}
+    cases["cut tail"] = (data[:-5], "truncated")
+    cases["empty file"] = (b"", "empty file")
+    cases["text file"] = (b"hello" * 100, "not a readable instancedp ledger")
+    foreign = tmp_path / "foreign.db"
+    _sql(foreign, "CREATE TABLE t (x)")
+    cases["foreign SQLite"] = (foreign.read_bytes(), "not an instancedp ledger")
+    newer = tmp_path / "newer.db"
+    newer.write_bytes(data)
+    _sql(newer, "PRAGMA user_version=3")
+    cases["newer version"] = (newer.read_bytes(), "newer than version 2")
+    edited = tmp_path / "edited.db"
+    edited.write_bytes(data)
+    _sql(edited, "UPDATE totals SET epsilon='0'")
+    cases["edited total"] = (edited.read_bytes(), "integrity check")
+    monkeypatch.setenv("INSTANCEDP_LEDGER_KEY", "k")
+    keyed = tmp_path / "keyed.db"
+    _ledger(keyed)
+    monkeypatch.delenv("INSTANCEDP_LEDGER_KEY")
+    cases["keyed, no key"] = (keyed.read_bytes(), "is keyed")
+    for name, (content, words) in cases.items():
+        p = tmp_path / "case.db"
+        for sfx in ("", "-wal", "-shm"):
+            if os.path.exists(str(p) + sfx):
+                os.unlink(str(p) + sfx)
+        p.write_bytes(content)
+        old = os.stat(p).st_mtime - 60  # an old file: no re-reads for a write in progress
+        os.utime(p, (old, old))
+        for argv in (
+            ["ledger", "show", str(p)],
+            [
+                "release",
+                str(csv),
+                "--column",
+                "v",
+                "--statistic",
+                "mean",
+                "--bounds",
+                "0",
+                "10",
+                "--epsilon",
+                "0.125",
+                "--ledger",
+                str(p),
+                "--dataset-id",
+                "d",
+            ],
+        ):
+            assert _main(argv) == 2, (name, argv[0])
+            cap = capsys.readouterr()
+            err = cap.err.strip()
+            assert err.count("\n") == 0 and words in err, (name, err)
+            assert "Traceback" not in err and cap.out == "", name
+        assert p.read_bytes() == content, name
+    # Locked: another process holds the write lock longer than the timeout.
+    blocker = sqlite3.connect(good, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        with Ledger(good, create=False, timeout=0.05) as led:
+            with pytest.raises(LedgerError, match="locked by another process") as err:
+                led.charge("d", PureDP(0.125))
+            assert "\n" not in str(err.value) and "nothing was charged" in str(err.value)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+
+
+def test_a_charge_is_constant_time_no_statement_scans_the_charges(tmp_path):
+    # Charge cost flat in the number of rows: every statement a charge runs reaches the
+    # charges table through its primary key or an index, never a scan (SQLite's plan).
+    led = Ledger(tmp_path / "l.db")
+    led.ensure_budget("d", PureDP(1.0))
+    led.set_allowance("d", led.principal, PureDP(0.5))
+    led.charge("d", PureDP(2.0**-10))
+    stmts = []
+    led._con.set_trace_callback(stmts.append)
+    led.charge("d", PureDP(2.0**-10), mechanism="m", parameters={"a": 1})
+    led._con.set_trace_callback(None)
+    plans = []
+    for s in stmts:
+        if s.split()[0].upper() in ("SELECT", "INSERT", "UPDATE"):
+            plans += [r[-1] for r in led._con.execute("EXPLAIN QUERY PLAN " + s).fetchall()]
+    assert plans and not [p for p in plans if p.startswith("SCAN")], plans
+    # The open's checks are constant too (index searches only).
+    stmts.clear()
+    led._con.set_trace_callback(stmts.append)
+    led._quick_check()
+    led._con.set_trace_callback(None)
+    plans = [
+        r[-1]
+        for s in stmts
+        if s.split()[0].upper() == "SELECT" and "integrity_check" not in s
+        for r in led._con.execute("EXPLAIN QUERY PLAN " + s).fetchall()
+    ]
+    scans = [p for p in plans if p.startswith("SCAN") and "charges" in p]
+    assert not scans, scans
+    led.close()

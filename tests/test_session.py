@@ -55,15 +55,17 @@ def test_charge_is_committed_before_the_release_runs(tmp_path):
     assert [h["status"] for h in s.history()] == ["released"] * 3
 
 
-def test_forty_at_005_fit_two_and_the_41st_is_refused():
+def test_thirty_two_at_0625_fit_two_and_the_33rd_is_refused():
+    # 2⁻⁴ is exact in binary (a decimal like 0.05 is not: the ledger charges the float's
+    # exact value, so forty of 0.05 exceed 2 — see docs/ledger.md).
     s = Session(np.arange(5.0), PureDP(2.0))
-    mech = FakeMean(PureDP(0.05))
-    for i in range(40):
+    mech = FakeMean(PureDP(0.0625))
+    for i in range(32):
         s.release(mech, rng=simulation(i))
     with pytest.raises(BudgetExceeded) as err:
         s.release(mech, rng=simulation(99))
     assert "epsilon=0 remains" in str(err.value)
-    assert len(mech.seen_data) == 40  # the refused release never reached the mechanism
+    assert len(mech.seen_data) == 32  # the refused release never reached the mechanism
     assert s.remaining.epsilon == Decimal(0)
 
 
@@ -98,13 +100,16 @@ def test_composition_is_checked_before_charging():
     with pytest.raises(CompositionError):
         s.release(FakeMean(ZCDP(0.01)), rng=simulation(0))
     assert s.ledger.count() == 0
-    z = Session([1.0], ZCDP(0.02))
-    z.release(FakeMean(PureDP(0.1)), rng=simulation(0))  # ρ = 0.005
-    z.release(FakeMean(ZCDP(0.015)), rng=simulation(0))
+    z = Session([1.0], ZCDP(0.01953125))
+    z.release(FakeMean(PureDP(0.125)), rng=simulation(0))  # ρ = 0.125²/2 = 0.0078125
+    z.release(FakeMean(ZCDP(0.01171875)), rng=simulation(0))
     assert z.remaining.rho == 0
     a = Session([1.0], ApproxDP(5.0, 1e-5))
     a.release(FakeMean(ZCDP(0.1)), rng=simulation(0), convert_delta=1e-6)
-    assert a.remaining.delta == Decimal("0.000009")
+    # Exact values of the floats 1e-5 and 1e-6 (the ledger never rounds them).
+    from fractions import Fraction
+
+    assert Fraction(a.remaining.delta) == Fraction(1e-5) - Fraction(1e-6)
 
 
 def test_release_carries_only_public_fields_and_secure_flag():

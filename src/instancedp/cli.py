@@ -1202,15 +1202,15 @@ def ledger_show(
         b, s, r = row["budget"], row["spent"], row["remaining"]
         keys = [k for k in b["exact"]]
         print(f"dataset '{row['dataset_id']}' ({b['type']} budget, {row['relation']} neighbours):")
-        print("  budget     " + ", ".join(f"{k}={b['exact'][k]}" for k in keys))
-        print("  spent      " + ", ".join(f"{k}={s['exact'][k]}" for k in keys))
-        print("  remaining  " + ", ".join(f"{k}={r['exact'][k]}" for k in keys))
+        print("  budget     " + ", ".join(f"{k}={b['shown'][k]}" for k in keys))
+        print("  spent      " + ", ".join(f"{k}={s['shown'][k]}" for k in keys))
+        print("  remaining  " + ", ".join(f"{k}={r['shown'][k]}" for k in keys))
         print(f"  releases   {row['releases']}")
         for pr in row["principals"]:
-            spent = ", ".join(f"{k}={pr['spent']['exact'][k]}" for k in keys)
+            spent = ", ".join(f"{k}={pr['spent']['shown'][k]}" for k in keys)
             allow = pr["allowance"]
             cap = (
-                " of allowance " + ", ".join(f"{k}={allow['exact'][k]}" for k in keys)
+                " of allowance " + ", ".join(f"{k}={allow['shown'][k]}" for k in keys)
                 if allow
                 else ""
             )

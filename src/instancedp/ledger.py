@@ -7,9 +7,14 @@ last release, and a release interrupted after its charge can only
 over-count.  The database runs in WAL mode with ``synchronous=FULL`` so a
 committed charge survives a crash of the process or the machine.
 
-Budget arithmetic is exact: each guarantee's parameters enter as
-``decimal.Decimal`` built from the float's shortest ``repr`` (so ε = 0.05 is
-the decimal 0.05, and forty of them are exactly 2.0), and sums are decimal.
+Budget arithmetic is exact and rounds against the analyst: each guarantee's
+parameters enter as the exact rational value of the float the mechanism used
+(``Decimal(0.1)`` is 0.1000000000000000055511151231257827…, never the shorter
+decimal 0.1 that lies below it), and sums and comparisons are exact decimal
+arithmetic (an inexact step raises instead of rounding).  So ten releases of
+ε = 0.1 cost slightly more than 1: a budget of 1.0 holds nine of them and a
+tenth only if the budget is the float sum; dyadic ε (0.125, 2⁻²⁰) add up
+without any excess.
 
 Composition (what a budget of each type accepts):
 
@@ -59,7 +64,18 @@ import threading
 import time as _time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, localcontext
+from decimal import (
+    ROUND_CEILING,
+    ROUND_FLOOR,
+    ROUND_HALF_EVEN,
+    Context,
+    Decimal,
+    DivisionByZero,
+    Inexact,
+    InvalidOperation,
+    Overflow,
+    localcontext,
+)
 from pathlib import Path
 from typing import Any
 
@@ -89,16 +105,36 @@ __all__ = [
 
 SCHEMA_VERSION = 2
 _APP = "instancedp-ledger"
-_PREC = 60  # decimal digits: ε² of a 17-digit repr is exact at 34
+# Enough digits for every exact sum or square of doubles (a double spans < 1,400
+# decimal digits, its square < 2,800); an inexact step raises instead of rounding.
+_PREC = 6000
+
+
+_EXACT = Context(
+    prec=_PREC,
+    Emax=999_999,
+    Emin=-999_999,
+    traps=[Inexact, InvalidOperation, DivisionByZero, Overflow],
+)
+
+
+def _exact() -> Any:
+    """A decimal context in which every step is exact (``Inexact`` is trapped)."""
+    return localcontext(_EXACT)
 
 
 def _dec(x: Any) -> Decimal:
-    """The decimal a float *means*: built from its shortest repr (0.05 → 0.05)."""
+    """The exact value of what the mechanism used: a float's exact binary rational
+    (0.1 → 0.1000000000000000055511151231257827…), never its shorter repr, which can
+    lie below it by up to half an ulp; decimals and strings (the stored form) as given."""
     if isinstance(x, Decimal):
         return x
     if isinstance(x, str):
         return Decimal(x)
-    return Decimal(repr(float(x)))
+    f = float(x)
+    if not math.isfinite(f):
+        raise ParameterError(f"a privacy parameter must be finite, got {x!r}", parameter="epsilon")
+    return Decimal(f)
 
 
 @dataclass(frozen=True)
@@ -119,8 +155,7 @@ class Amount:
     def __add__(self, other: Amount) -> Amount:
         if other.kind != self.kind:
             raise CompositionError(f"cannot add a {other.kind} amount to a {self.kind} amount")
-        with localcontext() as ctx:
-            ctx.prec = _PREC
+        with _exact():
             return Amount(
                 self.kind,
                 self.epsilon + other.epsilon,
@@ -132,8 +167,7 @@ class Amount:
     def __sub__(self, other: Amount) -> Amount:
         if other.kind != self.kind:
             raise CompositionError(f"cannot subtract a {other.kind} amount from a {self.kind}")
-        with localcontext() as ctx:
-            ctx.prec = _PREC
+        with _exact():
             return Amount(
                 self.kind,
                 self.epsilon - other.epsilon,
@@ -165,17 +199,23 @@ class Amount:
             ctx.prec = 40
             return self.mu2.sqrt()
 
-    def describe(self) -> str:
+    def describe(self, rounding: str = ROUND_HALF_EVEN) -> str:
+        """Short words for messages: a coordinate that is exactly a float prints as the
+        float's repr (0.1, not its 55 exact digits); any other to 17 significant digits,
+        rounded by ``rounding`` (``ROUND_CEILING`` for a cost, ``ROUND_FLOOR`` for what
+        remains, so that a message never promises more room than there is)."""
         if self.kind == "pure":
-            return f"epsilon={_fmt(self.epsilon)}"
+            return f"epsilon={_show(self.epsilon, rounding)}"
         if self.kind == "approx":
-            return f"epsilon={_fmt(self.epsilon)}, delta={_fmt(self.delta)}"
+            return f"epsilon={_show(self.epsilon, rounding)}, delta={_show(self.delta, rounding)}"
         if self.kind == "gdp":
-            return f"mu={float(self.mu):.10g}"
-        return f"rho={_fmt(self.rho)}"
+            mu = Context(prec=10, rounding=rounding).sqrt(self.mu2)
+            return f"mu={_fmt(mu)}"
+        return f"rho={_show(self.rho, rounding)}"
 
-    def as_dict(self) -> dict[str, Any]:
-        """Plain floats for JSON (exact strings under ``exact``)."""
+    def as_dict(self, rounding: str = ROUND_HALF_EVEN) -> dict[str, Any]:
+        """Plain floats for JSON, exact decimal strings under ``exact``, and short text
+        for people under ``shown`` (rounded by ``rounding``, see :meth:`describe`)."""
         d: dict[str, Any] = {"type": self.kind}
         fields = _FIELDS[self.kind]
         for f in fields:
@@ -183,6 +223,7 @@ class Amount:
         if self.kind == "gdp":
             d["mu"] = float(self.mu)
         d["exact"] = {f: _fmt(getattr(self, f)) for f in fields}
+        d["shown"] = {f: _show(getattr(self, f), rounding) for f in fields}
         return d
 
     def to_guarantee(self) -> Guarantee:
@@ -199,8 +240,25 @@ _FIELDS = {"pure": ("epsilon",), "approx": ("epsilon", "delta"), "zcdp": ("rho",
 
 
 def _fmt(d: Decimal) -> str:
-    """Plain positional notation without trailing zeros (2.00 → 2, 1E-5 → 0.00001)."""
-    return format(d.normalize(), "f")
+    """Plain positional notation without trailing zeros (2.00 → 2, 1E-5 → 0.00001), exact."""
+    with _exact():
+        return format(d.normalize(), "f")
+
+
+def _show(d: Decimal, rounding: str = ROUND_HALF_EVEN) -> str:
+    """``d`` for people: the shortest repr of a double next to ``d`` — the nearest one,
+    or the one at or above ``d`` (``ROUND_CEILING``, for costs) or at or below it
+    (``ROUND_FLOOR``, for what remains) — in positional notation.  A value that is
+    exactly a double prints as that double (the float 0.1 as 0.1)."""
+    f = float(d)
+    if math.isfinite(f):
+        exact = Decimal(f)
+        if rounding == ROUND_CEILING and exact < d:
+            f = math.nextafter(f, math.inf)
+        elif rounding == ROUND_FLOOR and exact > d:
+            f = math.nextafter(f, -math.inf)
+        return _fmt(Decimal(repr(f)))
+    return _fmt(Context(prec=17, rounding=rounding).plus(d))
 
 
 def amount_of(budget: Guarantee) -> Amount:
@@ -222,8 +280,7 @@ def amount_of(budget: Guarantee) -> Amount:
 
 
 def _sq(x: Decimal) -> Decimal:
-    with localcontext() as ctx:
-        ctx.prec = _PREC
+    with _exact():
         return x * x
 
 
@@ -274,10 +331,10 @@ def charge_amount(budget_kind: str, guarantee: Guarantee, convert_delta: Any = N
         if isinstance(guarantee, ZCDP):
             return Amount("zcdp", rho=_dec(guarantee.rho))
         if isinstance(guarantee, GaussianDP):
-            return Amount("zcdp", rho=_sq(_dec(guarantee.mu)) / 2)
+            with _exact():
+                return Amount("zcdp", rho=_sq(_dec(guarantee.mu)) / 2)
         if is_pure:
-            with localcontext() as ctx:
-                ctx.prec = _PREC
+            with _exact():
                 e = _dec(guarantee.epsilon)
                 return Amount("zcdp", rho=e * e / 2)
         raise CompositionError(
@@ -315,6 +372,12 @@ class Charge:
     remaining: Amount
 
 
+# Durability of a committed charge (SQLite's synchronous setting under WAL):
+# "full" — fsync at every commit: survives a killed process, an OS crash and power loss
+#          (the default: a charge lost after its value was seen is a privacy failure);
+# "process" — fsync only at checkpoints: survives a killed process (the WAL is in the OS
+#          page cache), but an OS crash or power loss may drop the last charges.
+_SYNC = {"full": "FULL", "process": "NORMAL"}
 _APP_ID = 0x69445044  # "iDPD": SQLite header application_id of an instancedp ledger
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 RELATIONS: tuple[str, ...] = ("add_remove", "substitution", "edge", "person")
@@ -463,7 +526,6 @@ class VerifyReport:
         return not self.problems
 
 
-
 def history_row(r: Any) -> dict[str, Any]:
     """One charge as ``history`` lists it, from (id, dataset, principal, time,
     guarantee JSON, mechanism, parameters JSON[, status]) — shared by both backends."""
@@ -485,12 +547,13 @@ def summary_row(led: Any, ds: str, budget: Amount, spent: Amount) -> dict[str, A
         "dataset_id": ds,
         "relation": led.relation(ds),
         "budget": budget.as_dict(),
-        "spent": spent.as_dict(),
-        "remaining": (budget - spent).clipped().as_dict(),
+        "spent": spent.as_dict(ROUND_CEILING),
+        "remaining": (budget - spent).clipped().as_dict(ROUND_FLOOR),
         "releases": led.count(ds),
         "composition": _COMPOSITION[budget.kind],
         "principals": led.principals(ds),
     }
+
 
 class Ledger:
     """The privacy-budget ledger at ``path`` (``":memory:"`` for an in-process one).
@@ -502,8 +565,11 @@ class Ledger:
     ``key_file`` (or the ``INSTANCEDP_LEDGER_KEY`` /
     ``INSTANCEDP_LEDGER_KEY_FILE`` environment variables) switch the chain
     and head from SHA-256 to HMAC-SHA256.  Connections wait up to
-    ``timeout`` seconds for the write lock.  One Ledger may be shared by
-    threads: its calls are serialised by a lock.
+    ``timeout`` seconds for the write lock.  ``durability="full"`` (default)
+    syncs every charge to disk before the release runs; ``"process"`` trades
+    power-loss durability for throughput (docs/ledger.md).  One Ledger may be
+    shared by threads: its calls are serialised by a lock (one connection,
+    one transaction at a time).
     """
 
     def __new__(cls, path: str | Path, **kwargs: Any) -> Any:
@@ -523,13 +589,22 @@ class Ledger:
         principal: str | None = None,
         key: bytes | str | None = None,
         key_file: str | Path | None = None,
+        durability: str = "full",
     ) -> None:
+        if durability not in _SYNC:
+            raise ParameterError(
+                f"durability must be one of {', '.join(_SYNC)}, got {durability!r}",
+                parameter="durability",
+                allowed=", ".join(_SYNC),
+            )
+        self.durability = durability
         self.path = str(path)
         self.timeout = float(timeout)
         self.principal = _default_principal() if principal is None else _check_principal(principal)
         self._key = _load_key(key, key_file)
         self._lock = threading.RLock()
         self._con: sqlite3.Connection | None = None
+        self._verified: dict[tuple, Amount] = {}  # signed rows already checked (exact text)
         memory = self.path == ":memory:"
         try:
             if memory:
@@ -557,7 +632,7 @@ class Ledger:
             target, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
         con.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
-        con.execute("PRAGMA synchronous=FULL")
+        con.execute(f"PRAGMA synchronous={_SYNC[self.durability]}")
         return con
 
     def _open_file(self, create: bool) -> None:
@@ -824,15 +899,19 @@ class Ledger:
         n, last_hash, mac = h
         if not hmac.compare_digest(mac, self._head_mac(n, last_hash)):
             raise self._damaged("the head record's MAC does not match")
-        last = con.execute(
-            f"SELECT {_CHARGE_COLS} FROM charges ORDER BY id DESC LIMIT 1"
-        ).fetchone()
-        if last is None:
-            if n != 0:
-                raise self._damaged(f"the head records {n} charges but none is left")
+        # Row #n and nothing after it, by primary key (a search, not a scan).
+        rows = con.execute(
+            f"SELECT {_CHARGE_COLS} FROM charges WHERE id >= ? ORDER BY id LIMIT 2", (max(n, 1),)
+        ).fetchall()
+        if n == 0:
+            if rows:
+                raise self._damaged(f"the head records no charges but charge #{rows[0][0]} exists")
             return n, last_hash
-        if last[0] != n:
-            raise self._damaged(f"the head records {n} charges, the last row is #{last[0]}")
+        if not rows or rows[0][0] != n:
+            raise self._damaged(f"the head records {n} charges but charge #{n} is missing")
+        if len(rows) > 1:
+            raise self._damaged(f"the head records {n} charges, a row #{rows[1][0]} follows")
+        last = rows[0]
         if last[-1] != last_hash or self._row_hash(last[:-1]) != last[-1]:
             raise self._damaged(f"charge #{n} does not match the head's hash")
         return n, last_hash
@@ -1006,9 +1085,15 @@ class Ledger:
         rows = con.execute(q, (dataset_id,)).fetchall() if con else self._read(q, (dataset_id,))
         if not rows:
             return None
-        self._check_budget_sig(rows[0])
-        _, kind, e, d, r, m, *_ = rows[0]
-        return Amount(kind, Decimal(e), Decimal(d), Decimal(r), Decimal(m))
+        row = tuple(rows[0])
+        have = self._verified.get(row)
+        if have is None:  # a budget row never changes: check its signature once per row text
+            self._check_budget_sig(row)
+            _, kind, e, d, r, m, *_ = row
+            have = self._verified[row] = Amount(
+                kind, Decimal(e), Decimal(d), Decimal(r), Decimal(m)
+            )
+        return have
 
     def _insert_budget(
         self, con: sqlite3.Connection, ds: str, a: Amount, relation: str, at: str
@@ -1140,9 +1225,13 @@ class Ledger:
         ).fetchone()
         if row is None:
             return None
-        a = Amount(kind, *(Decimal(x) for x in row[:4]))
-        if not hmac.compare_digest(row[4], self._allowance_sig(ds, principal, a)):
-            raise self._damaged(f"the allowance of '{principal}' on '{ds}' was edited")
+        key = ("allowance", ds, principal, kind, *row)
+        a = self._verified.get(key)
+        if a is None:
+            a = Amount(kind, *(Decimal(x) for x in row[:4]))
+            if not hmac.compare_digest(row[4], self._allowance_sig(ds, principal, a)):
+                raise self._damaged(f"the allowance of '{principal}' on '{ds}' was edited")
+            self._verified[key] = a
         return a
 
     # -- spending -------------------------------------------------------------
@@ -1152,6 +1241,20 @@ class Ledger:
         if not rows:
             return Amount(kind)
         return Amount(kind, *(Decimal(x) for x in rows[0]))
+
+    def _totals_pair(
+        self, con: sqlite3.Connection, ds: str, principal: str, kind: str
+    ) -> tuple[Amount, Amount]:
+        """The dataset's running total and the principal's, in one read."""
+        got = {
+            r[0]: Amount(kind, *(Decimal(x) for x in r[1:]))
+            for r in con.execute(
+                "SELECT principal, epsilon, delta, rho, mu2 FROM totals "
+                "WHERE dataset_id=? AND principal IN ('', ?)",
+                (ds, principal),
+            )
+        }
+        return got.get("", Amount(kind)), got.get(principal, Amount(kind))
 
     def spent(self, dataset_id: str = "default", principal: str | None = None) -> Amount:
         """What has been charged (by ``principal``, or by everyone): the running total."""
@@ -1185,46 +1288,49 @@ class Ledger:
         mechanism: str,
         params: str,
         at: str,
+        before: tuple[Amount, Amount] | None = None,
+        count: int = 1,
     ) -> int:
-        """Append one charge row, update both running totals and the head (same transaction)."""
+        """Append ``count`` equal charge rows (one for a charge; many to build a ledger in
+        bulk), update both running totals and the head, in the caller's transaction.
+        ``before``: the dataset's and the principal's totals, when the caller has read them.
+        Returns the last row's id."""
         n, prev = con.execute("SELECT n, last_hash FROM head WHERE one = 1").fetchone()
-        tot = self._total(con, ds, "", cost.kind) + cost
-        ptot = self._total(con, ds, principal, cost.kind) + cost
-        totals = json.dumps(
-            {
-                "dataset": [str(tot.epsilon), str(tot.delta), str(tot.rho), str(tot.mu2)],
-                "principal": [str(ptot.epsilon), str(ptot.delta), str(ptot.rho), str(ptot.mu2)],
-            },
-            sort_keys=True,
+        tot, ptot = (
+            before if before is not None else self._totals_pair(con, ds, principal, cost.kind)
         )
-        cid = n + 1
-        row = (
-            cid,
-            ds,
-            principal,
-            at,
-            cost.kind,
-            str(cost.epsilon),
-            str(cost.delta),
-            str(cost.rho),
-            str(cost.mu2),
-            guarantee,
-            mechanism,
-            params,
-            totals,
-            prev,
-        )
-        h = self._row_hash(row)
-        con.execute(
-            f"INSERT INTO charges ({_CHARGE_COLS}) VALUES ({','.join('?' * 15)})", (*row, h)
-        )
+        cost_text = (str(cost.epsilon), str(cost.delta), str(cost.rho), str(cost.mu2))
+        insert = f"INSERT INTO charges ({_CHARGE_COLS}) VALUES ({','.join('?' * 15)})"
+        cid, h, batch = n, prev, []
+        t = [tot.epsilon, tot.delta, tot.rho, tot.mu2]
+        p = [ptot.epsilon, ptot.delta, ptot.rho, ptot.mu2]
+        c = [cost.epsilon, cost.delta, cost.rho, cost.mu2]
+        with _exact():  # exact sums (Inexact trapped), one context for the whole batch
+            for _ in range(count):
+                t = [a + b for a, b in zip(t, c, strict=True)]
+                p = [a + b for a, b in zip(p, c, strict=True)]
+                totals = json.dumps(
+                    {"dataset": [str(x) for x in t], "principal": [str(x) for x in p]},
+                    sort_keys=True,
+                )
+                cid += 1
+                row = (cid, ds, principal, at, cost.kind, *cost_text, guarantee, mechanism)
+                row = (*row, params, totals, h)
+                h = self._row_hash(row)
+                batch.append((*row, h))
+                if len(batch) >= 10_000:
+                    con.executemany(insert, batch)
+                    batch.clear()
+        tot, ptot = Amount(cost.kind, *t), Amount(cost.kind, *p)
+        if batch:
+            con.executemany(insert, batch)
         for pr, t in (("", tot), (principal, ptot)):
             con.execute(
-                "INSERT INTO totals VALUES (?, ?, ?, ?, ?, ?, 1, ?) ON CONFLICT "
+                "INSERT INTO totals VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT "
                 "(dataset_id, principal) DO UPDATE SET epsilon=excluded.epsilon, "
-                "delta=excluded.delta, rho=excluded.rho, mu2=excluded.mu2, n=n+1, "
+                "delta=excluded.delta, rho=excluded.rho, mu2=excluded.mu2, n=n+excluded.n, "
                 "last_id=excluded.last_id",
-                (ds, pr, str(t.epsilon), str(t.delta), str(t.rho), str(t.mu2), cid),
+                (ds, pr, str(t.epsilon), str(t.delta), str(t.rho), str(t.mu2), count, cid),
             )
         con.execute(
             "UPDATE head SET n=?, last_hash=?, mac=? WHERE one = 1",
@@ -1252,31 +1358,40 @@ class Ledger:
         with self._tx("charge") as con:
             budget = self._require_budget(dataset_id, con)
             cost = charge_amount(budget.kind, guarantee, convert_delta)
-            spent = self._total(con, dataset_id, "", budget.kind)
+            spent, mine = self._totals_pair(con, dataset_id, who, budget.kind)
             after = spent + cost
             if not after.fits_in(budget):
                 remaining = (budget - spent).clipped()
                 raise BudgetExceeded(
                     f"budget exhausted for dataset '{dataset_id}': this release needs "
-                    f"{cost.describe()} but only {remaining.describe()} remains "
+                    f"{cost.describe(ROUND_CEILING)} but only {remaining.describe(ROUND_FLOOR)} "
+                    "remains "
                     f"(total {budget.describe()})",
                     remaining,
                     cost,
                 )
             allow = self._allowance(con, dataset_id, who, budget.kind)
             if allow is not None:
-                mine = self._total(con, dataset_id, who, budget.kind)
                 if not (mine + cost).fits_in(allow):
                     left = (allow - mine).clipped()
                     raise BudgetExceeded(
                         f"allowance exhausted for principal '{who}' on dataset '{dataset_id}': "
-                        f"this release needs {cost.describe()} but only {left.describe()} of "
+                        f"this release needs {cost.describe(ROUND_CEILING)} but only "
+                        f"{left.describe(ROUND_FLOOR)} of "
                         f"the allowance {allow.describe()} remains",
                         left,
                         cost,
                     )
             cid = self._append(
-                con, dataset_id, who, cost, _guarantee_json(guarantee), mechanism, params, _now()
+                con,
+                dataset_id,
+                who,
+                cost,
+                _guarantee_json(guarantee),
+                mechanism,
+                params,
+                _now(),
+                (spent, mine),
             )
         return Charge(cid, cost, (budget - after).clipped())
 
@@ -1321,7 +1436,7 @@ class Ledger:
             out.append(
                 {
                     "principal": r[0],
-                    "spent": s.as_dict(),
+                    "spent": s.as_dict(ROUND_CEILING),
                     "releases": r[5],
                     "allowance": a.as_dict() if a else None,
                 }
