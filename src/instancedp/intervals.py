@@ -57,7 +57,7 @@ from .random import RandomSource, resolve
 DEFAULT_FRACTION = 0.25
 #: the number of public candidates each AboveThreshold scan may visit
 SCAN_CANDIDATES = 512
-#: denominator of the public rational bracketing of q in the scans' integer queries
+#: denominator of the public rationals bracketing q in the scans' integer queries
 _Q_DENOMINATOR = 2**16
 
 NOISE = "noise"  # data-independent noise: exact, free
@@ -195,7 +195,7 @@ def smooth_interval(
 
 
 def _bracket_q(q: float) -> tuple[Fraction, Fraction]:
-    """Public rationals r₋ ≤ q ≤ r₊ with denominator 2^16."""
+    """Public rationals r₋ ≤ q ≤ r₊ with denominator 2^16 (lowest terms: 1/2 for the median)."""
     d = _Q_DENOMINATOR
     lo = Fraction(math.floor(q * d), d)
     hi = Fraction(math.ceil(q * d), d)
@@ -207,11 +207,21 @@ def _bracket_q(q: float) -> tuple[Fraction, Fraction]:
 
 
 def rank_sensitivity(r: Fraction, neighbours: str) -> int:
-    """Δ of G(c) = (D − N)·#{x < c} − N·#{x > c}, r = N/D: one row moves one count."""
-    n, d = r.numerator * (_Q_DENOMINATOR // r.denominator), _Q_DENOMINATOR
+    """Δ of G_r(c) = (D − N)·#{x < c} − N·#{x > c}, r = N/D in lowest terms.
+
+    Adding or removing a row changes one count by one (Δ = max(N, D − N));
+    a substitution moves a row from one side to the other (Δ = D)."""
     if neighbours == "substitution":
-        return d  # a row leaves one side (−(D−N) or +N) and joins the other
-    return max(n, d - n, 1)
+        return r.denominator
+    return max(r.numerator, r.denominator - r.numerator, 1)
+
+
+def rank_query(rows: np.ndarray, candidates: np.ndarray, r: Fraction) -> np.ndarray:
+    """G_r at each candidate (integers; n never appears, only the two counts)."""
+    x = np.asarray(rows, dtype=np.float64)
+    below = np.searchsorted(x, candidates, side="left").astype(np.int64)
+    above = x.size - np.searchsorted(x, candidates, side="right").astype(np.int64)
+    return (r.denominator - r.numerator) * below - r.numerator * above
 
 
 def _discrete_tail(scale: Fraction, beta: float) -> int:
@@ -301,23 +311,29 @@ def quantile_interval(
     queries and discrete Laplace noise); its candidates depend only on public
     numbers (t is the release's output); the two compose to ε.
     """
+    out = []
+    for side in scan_inputs(rows, t, q=q, lower=lower, upper=upper, neighbours=neighbours,
+                            epsilon=epsilon, level=level, chart_scale=chart_scale):
+        i = first_crossing(side["f"], side["plan"], source)
+        out.append(side["default"] if i is None else float(side["candidates"][i]))
+    return out[0], out[1]
+
+
+def scan_inputs(
+    rows: np.ndarray, t: float, *, q: float, lower: float, upper: float, neighbours: str,
+    epsilon: float, level: float, chart_scale: float,
+) -> list[dict[str, Any]]:
+    """The two scans of :func:`quantile_interval`: candidates, queries f, plan, default."""
     beta = (1.0 - level) / 2.0
-    x = np.asarray(rows, dtype=np.float64)
-    n = x.size
     m = SCAN_CANDIDATES
     r_lo, r_hi = _bracket_q(q)
-    out = []
-    for r, direction, sign in ((r_lo, -1, -1), (r_hi, +1, +1)):
-        delta = rank_sensitivity(r, neighbours)
-        plan = scan_plan(delta, epsilon / 2.0, beta, m)
+    sides = []
+    for r, direction, default in ((r_lo, -1, lower), (r_hi, +1, upper)):
+        plan = scan_plan(rank_sensitivity(r, neighbours), epsilon / 2.0, beta, m)
         c = quantile_candidates(t, lower, upper, chart_scale, direction, m)
-        below = np.searchsorted(x, c, side="left").astype(np.int64)
-        above = n - np.searchsorted(x, c, side="right").astype(np.int64)
-        num = r.numerator * (_Q_DENOMINATOR // r.denominator)
-        g = (_Q_DENOMINATOR - num) * below - num * above
-        i = first_crossing(sign * g, plan, source)
-        out.append((lower if direction < 0 else upper) if i is None else float(c[i]))
-    return out[0], out[1]
+        f = direction * rank_query(rows, c, r)
+        sides.append({"candidates": c, "f": f, "plan": plan, "default": default})
+    return sides
 
 
 # --------------------------------------------------------------------------- dispatch
@@ -416,64 +432,92 @@ class WithInterval:
         spec = _quantile_spec(self.inner)
         return sorted_rows(data, spec["lower"], spec["upper"])
 
-    def _one(self, data: Any, source: RandomSource) -> tuple[Any, dict[str, Any], Any]:
-        """(release, interval parameters, (lower, upper)) for one draw."""
-        inner, level = self.inner, self.level
-        if self.method == RATIO:
-            s, c = inner._parts(data, source)
-            rel = inner._record(inner._combine(s, c), source)
+    def _draws(self, data: Any, source: RandomSource, size: int | None) -> tuple[Any, ...]:
+        """(values, lower, upper, interval parameters) for one draw (``size=None``) or
+        ``size`` draws, from one computation of the private state: ``release`` and
+        ``sample_intervals`` run this same code."""
+        inner, level, method = self.inner, self.level, self.method
+        if method == RATIO:
+            y = inner._shifted(data)
+            s, c = inner._sum.sample(y, 1 if size is None else size, rng=source), \
+                inner._count.sample(y, 1 if size is None else size, rng=source)
+            values = np.array([inner._combine(a, b) for a, b in zip(s, c, strict=True)])
             lo, hi = ratio_interval(s, c, inner._sum.scale, inner._count.scale,
                                     inner.lower, inner.range, level)
-            return rel, {"sum_scale": inner._sum.scale, "count_scale": inner._count.scale}, (lo, hi)
-        rel = inner.release(data, rng=source)
-        if rel.refused:
-            return rel, {}, (None, None)
-        if self.method == NOISE:
+            extra = {"sum_scale": inner._sum.scale, "count_scale": inner._count.scale}
+            return _one(values, size), _one(lo, size), _one(hi, size), extra
+        if method == SMOOTH:
+            state = inner._state(data)  # once: value and SS share it with ln S below
+            values = inner._draw(state, source, 1 if size is None else size)
+        else:
+            values = inner.sample(data, 1 if size is None else size, rng=source)
+        values = np.asarray(values, dtype=object if method == QUANTILE else np.float64)
+        if method == NOISE:
             from .mechanisms.global_noise import _unit
 
             family = "laplace" if inner.name == "laplace" else "gaussian"
             scale = inner.scale if family == "laplace" else inner.sigma
-            return rel, {"noise": family, "scale": scale}, noise_interval(
-                rel.value, scale, _unit(family), level)
-        if self.method == QUANTILE:
+            lo, hi = noise_interval(values.astype(float), scale, _unit(family), level)
+            return (_one(values.astype(float), size), _one(lo, size), _one(hi, size),
+                    {"noise": family, "scale": scale})
+        if method == QUANTILE:
             spec = _quantile_spec(inner)
-            lo, hi = quantile_interval(
-                self._rows(data), float(rel.value), q=spec["q"], lower=spec["lower"],
-                upper=spec["upper"], neighbours=spec["neighbours"],
-                epsilon=self.interval_epsilon, level=level, chart_scale=spec["chart_scale"],
-                source=source)
-            return rel, {"chart_scale": spec["chart_scale"]}, (lo, hi)
-        # SMOOTH: the mechanism's own state gives ln S (private); one Laplace draw releases it
+            from .mechanisms.quantile import sorted_rows
+
+            rows = sorted_rows(data, spec["lower"], spec["upper"])
+            mid = spec["lower"] + (spec["upper"] - spec["lower"]) / 2
+            bounds = [  # a refusal (⊥) still gets its interval: the record keeps its shape
+                quantile_interval(
+                    rows, mid if v is None else float(v), q=spec["q"], lower=spec["lower"],
+                    upper=spec["upper"],
+                    neighbours=spec["neighbours"], epsilon=self.interval_epsilon,
+                    level=level, chart_scale=spec["chart_scale"], source=source)
+                for v in values.tolist()
+            ]
+            lo = np.array([b[0] for b in bounds], dtype=object)
+            hi = np.array([b[1] for b in bounds], dtype=object)
+            return (_one(values, size), _one(lo, size), _one(hi, size),
+                    {"chart_scale": spec["chart_scale"]})
+        # SMOOTH: the mechanism's private state gives ln S; one Laplace draw releases it
         from .mechanisms.base import add_noise
         from .mechanisms.global_noise import _unit
 
-        _, ss, cal, gamma = inner._state(data)
+        _, ss, cal, gamma = state
         b = log_scale_noise(gamma, self.interval_epsilon)
-        noisy = add_noise(math.log(ss), b, _unit("laplace"), source)
-        lo, hi = smooth_interval(rel.value, noisy, b, cal.noise, level)
-        return rel, {"log_scale_noise": b, "noisy_log_scale": noisy}, (lo, hi)
+        noisy = np.atleast_1d(add_noise(math.log(ss), b, _unit("laplace"), source,
+                                        None if size is None else size))
+        lo, hi = smooth_interval(values, noisy, b, cal.noise, level)
+        extra = {"log_scale_noise": b, "record": inner.parameters(gamma=gamma)}
+        if size is None:
+            extra["noisy_log_scale"] = float(noisy[0])
+        return _one(values, size), _one(lo, size), _one(hi, size), extra
 
     def release(self, data: Any, rng: Any = None) -> Any:
         from .mechanisms.base import Release
 
         source = resolve(rng)
-        rel, extra, (lo, hi) = self._one(data, source)
+        value, lo, hi, extra = self._draws(data, source, None)
+        record = extra.pop("record", None) or self.inner.parameters()
+        params = {**record, "interval": self.spec()}
         ci = None
         if lo is not None:
             ci = Interval(self.level, float(lo), float(hi), COVERS[self.method], self.method,
                           self.interval_epsilon, extra)
-        params = {**dict(rel.parameters), "interval": self.spec()}
-        return Release(rel.value, self._guarantee, rel.mechanism, params, rel.secure, ci=ci)
+        return Release(value, self._guarantee, self.inner.name, params, source.secure, ci=ci)
 
     def sample_intervals(self, data: Any, size: int, rng: Any = None) -> np.ndarray:
         """``size`` (value, lower, upper) rows through the release path (coverage tests)."""
-        source = resolve(rng)
-        out = np.empty((int(size), 3))
-        for k in range(int(size)):
-            rel, _, (lo, hi) = self._one(data, source)
-            out[k] = (np.nan if rel.value is None else rel.value,
-                      np.nan if lo is None else lo, np.nan if hi is None else hi)
-        return out
+        values, lo, hi, _ = self._draws(data, resolve(rng), int(size))
+        return np.array([[np.nan if v is None else float(v) for v in col]
+                         for col in (values, lo, hi)]).T
+
+
+def _one(a: Any, size: int | None) -> Any:
+    """The single draw (``size=None``) as a Python scalar, else the array."""
+    if size is not None:
+        return a
+    v = np.asarray(a, dtype=object).reshape(-1)[0]
+    return None if v is None else float(v)
 
 
 def with_interval(
