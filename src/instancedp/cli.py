@@ -189,7 +189,11 @@ def summary_lines(release: Any, chosen: dict[str, Any] | None = None) -> list[tu
     lines: list[tuple[str, str]] = [("value", _fmt_value(release.value))]
     ci = getattr(release, "ci", None)
     if ci is not None:
-        lines.append(("interval", f"{ci.describe()}; covers {ci.covers}"))
+        spent = (f"ε = {_num(ci.epsilon)} of the guarantee spent on it" if ci.epsilon
+                 else "no extra ε: post-processing")
+        lines.append(("interval", f"[{_num(ci.lower)}, {_num(ci.upper)}] with "
+                      f"{100 * ci.level:g}% confidence for the statistic on these data "
+                      f"({spent}; --json for how)"))
     stat = chosen.get("statistic") or params.get("query")
     if stat is not None:
         what = str(stat)
