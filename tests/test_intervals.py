@@ -367,3 +367,42 @@ def test_cli_ci(tmp_path, capsys):
         main([*base, "--ci", "2"])
     assert exc.value.code != 0
     assert "--ci" in capsys.readouterr().err
+
+
+def test_trimmed_mean_smooth_coverage_and_clipping():
+    data = np.concatenate([NORMAL, [0.0, 100.0]])
+    mech = build("trimmed-mean", bounds=(0, 100), trim=0.1, mechanism="smooth",
+                 neighbours="substitution", n=data.size)
+    assert mech.method == iv.SMOOTH
+    rows = mech.sample_intervals(data, 100, rng=simulation(11))
+    assert np.all((rows[:, 1] >= 0) & (rows[:, 2] <= 100))  # clipped to the bounds
+    x = np.sort(data)
+    k = int(np.floor(0.1 * x.size))
+    value = mech.inner.query.value(data)
+    assert abs(value - x[k:x.size - k].mean()) < 5  # the query's own trimmed mean
+    misses_ = int(np.sum((rows[:, 1] > value) | (rows[:, 2] < value)))
+    assert misses_ <= max_misses(100, 0.1)
+
+
+def test_analyst_mode_and_parquet_file(tmp_path):
+    """Analyst mode (public input policy) on a CSV, and a Parquet file (read in
+    memory when ci= is given): one charge of ε each, the interval in the record."""
+    import pandas as pd
+
+    from instancedp.session import Session
+
+    ledger = tmp_path / "l.db"
+    Session(None, PureDP(5.0), ledger=ledger).close()
+    csv = tmp_path / "d.csv"
+    pd.DataFrame({"x": np.append(NORMAL, [np.nan, 1e9])}).to_csv(csv, index=False)
+    with Session(str(csv), ledger=ledger, analyst=True) as s:
+        rel = s.release_statistic("median", "x", epsilon=1.0, bounds=(0, 100), ci=0.9)
+        assert rel.ci is not None and rel.guarantee == PureDP(1.0)
+        assert rel.parameters["input_policy"]["missing"] == "drop"
+        assert s.spent.epsilon == pytest.approx(1.0)
+    path = tmp_path / "d.parquet"
+    pd.DataFrame({"x": NORMAL}).to_parquet(path)
+    with Session(str(path), PureDP(5.0), ledger=tmp_path / "p.db", dataset_id="d") as s:
+        rel = s.release_statistic("median", "x", epsilon=1.0, bounds=(0, 100), ci=0.9)
+        assert rel.ci is not None and rel.guarantee == PureDP(1.0)
+        assert s.spent.epsilon == pytest.approx(1.0)

@@ -22,7 +22,9 @@ the output of a further, charged mechanism.  One function per family:
   1 − α/2, S_γ(x) ≤ Ŝ = exp(ln S̃ + (γ/ε_I)·ln(1/α)) (one Laplace tail:
   P(Lap(b) < −t) = ½e^{−t/b}); independently |Z| ≤ z = F_Z⁻¹(1 − α/4) with
   probability 1 − α/2.  The release is q(x) + S_γ(x)·Z, so
-  |release − q(x)| ≤ Ŝ·z with probability ≥ 1 − α (union bound).
+  |release − q(x)| ≤ Ŝ·z with probability ≥ 1 − α (union bound).  For a
+  mean or trimmed mean the interval is then intersected with the public
+  bounds, which hold the value (post-processing; coverage unchanged).
 * **Quantiles and the median, every mechanism** (:func:`quantile_interval`):
   two AboveThreshold scans (Dwork & Roth 2014, Alg. 1 and Thm. 3.23; each
   ε_I/2-DP) over public candidates walking away from the released value
@@ -339,6 +341,10 @@ def scan_inputs(
 # --------------------------------------------------------------------------- dispatch
 
 
+#: queries whose value always lies within their public bounds (an interval may be clipped)
+_VALUE_IN_BOUNDS = ("mean", "trimmed_mean", "median", "quantile", "min", "max")
+
+
 def interval_method(mechanism: Any) -> str | None:
     """The interval family of ``mechanism`` (None: it offers none)."""
     from .mechanisms.global_noise import GaussianMechanism, LaplaceMechanism
@@ -487,6 +493,10 @@ class WithInterval:
         noisy = np.atleast_1d(add_noise(math.log(ss), b, _unit("laplace"), source,
                                         None if size is None else size))
         lo, hi = smooth_interval(values, noisy, b, cal.noise, level)
+        query = inner.query
+        if getattr(query, "name", "") in _VALUE_IN_BOUNDS:  # public post-processing
+            lo = np.clip(lo, query.lower, query.upper)
+            hi = np.clip(hi, query.lower, query.upper)
         extra = {"log_scale_noise": b, "record": inner.parameters(gamma=gamma)}
         if size is None:
             extra["noisy_log_scale"] = float(noisy[0])
