@@ -279,13 +279,15 @@ def first_crossing(f: np.ndarray, plan: ScanPlan, source: RandomSource) -> int |
 def quantile_candidates(
     t: float, lower: float, upper: float, chart_scale: float, direction: int, m: int
 ) -> np.ndarray:
-    """m public points from t towards lower (direction −1) or upper (+1), evenly
-    spaced in the chart φ(u) = sign(u)·log1p(|u|/s), inside the bounds."""
+    """m public points from t towards lower (direction −1) or upper (+1) in the chart
+    φ(u) = sign(u)·log1p(|u|/s), at chart offsets H·(j/(m − 1))², H = φ(upper) − φ(lower):
+    fine steps near t, where a crossing is likely, and the far bound within reach."""
     from .mechanisms.quantile import log_scale_map
 
     phi, phi_inv = log_scale_map(chart_scale)
-    step = float(phi(upper) - phi(lower)) / m
-    c = phi_inv(phi(min(max(t, lower), upper)) + direction * step * np.arange(m))
+    span = float(phi(upper) - phi(lower))
+    offsets = span * (np.arange(m) / max(m - 1, 1)) ** 2
+    c = phi_inv(phi(min(max(t, lower), upper)) + direction * offsets)
     return np.clip(c, lower, upper)
 
 
