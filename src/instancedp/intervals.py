@@ -188,7 +188,8 @@ def smooth_interval(
     """value ± Ŝ·F_Z⁻¹(1 − α/4), Ŝ = exp(ln S̃ + b·ln(1/α)) (module docstring)."""
     alpha = 1.0 - level
     s_hat = np.exp(np.asarray(noisy_log_scale, dtype=np.float64) + log_noise * math.log(1 / alpha))
-    half = s_hat * float(noise.ppf(1.0 - alpha / 4.0))
+    # 2^−40 covers the release path's 16-ulp raise of the scale and the rounding of exp/ppf
+    half = s_hat * float(noise.ppf(1.0 - alpha / 4.0)) * (1.0 + 2.0**-40)
     v = np.asarray(value, dtype=np.float64)
     return v - half, v + half
 
