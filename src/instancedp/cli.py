@@ -187,6 +187,13 @@ def summary_lines(release: Any, chosen: dict[str, Any] | None = None) -> list[tu
     params = dict(release.parameters)
     qp = params.get("query_parameters") or {}
     lines: list[tuple[str, str]] = [("value", _fmt_value(release.value))]
+    ci = getattr(release, "ci", None)
+    if ci is not None:
+        spent = (f"ε = {_num(ci.epsilon)} of the guarantee spent on it" if ci.epsilon
+                 else "no extra ε: post-processing")
+        lines.append(("interval", f"[{_num(ci.lower)}, {_num(ci.upper)}] with "
+                      f"{100 * ci.level:g}% confidence for the statistic on these data "
+                      f"({spent}; --json for how)"))
     stat = chosen.get("statistic") or params.get("query")
     if stat is not None:
         what = str(stat)
@@ -427,6 +434,14 @@ def release(
             "grid's step (default: a 4,097-point log grid over the bounds)."
         ),
     ] = None,
+    ci: Annotated[
+        float | None,
+        typer.Option(
+            "--ci",
+            help="Attach a private confidence interval at this level (e.g. 0.95), paid "
+            "inside --epsilon (instance-adaptive mechanisms spend a stated share on it).",
+        ),
+    ] = None,
     spark_table: Annotated[
         str | None,
         typer.Option(
@@ -439,6 +454,8 @@ def release(
     from .session import build_mechanism
 
     if by is not None:
+        if ci is not None:
+            raise CLIError("--ci applies to single releases, not yet to --by groups")
         _release_groups(
             file, column=column, statistic=statistic, epsilon=epsilon, delta=delta,
             bounds=bounds, mechanism=mechanism, by=by, keys=keys, split=split,
@@ -495,6 +512,7 @@ def release(
             drop_missing=drop_missing,
             **recipe,
             **({"resolution": resolution} if resolution is not None else {}),
+            **({"ci": ci} if ci is not None else {}),
         ),
         guarantee=mech.guarantee,
         budget=budget,
@@ -1282,6 +1300,7 @@ PARAMETER_FLAGS: dict[str, str] = {
     "sql": "--sql",
     "table": "--table",
     "resolution": "--resolution",
+    "ci": "--ci",
     "column": "--column",
     "bounds": "--bounds",
     "epsilon": "--epsilon",

@@ -492,9 +492,14 @@ class Session:
         split: Any = None,
         id_column: str | None = None,
         max_groups: int = 1,
+        ci: float | None = None,
         **options: Any,
     ) -> Any:
         """Build the mechanism by name (as ``instancedp release`` does) and release.
+
+        ``ci=0.95``: the release carries a private confidence interval
+        (``Release.ci``; :mod:`instancedp.intervals`), its charge inside the
+        same ε (instance-adaptive mechanisms spend a stated share on it).
 
         ``by=COLUMN`` releases per group (see :mod:`instancedp.groupby`):
         ``statistic`` may then list several (``"median,p90,count"``),
@@ -511,6 +516,9 @@ class Session:
         """
         _check_options(options)
         if by is not None:
+            if ci is not None:
+                raise ParameterError("ci= applies to single releases, not yet to by= groups",
+                                     parameter="ci")
             return self._release_groups(
                 statistic, column, by=by, keys=keys, split=split, epsilon=epsilon,
                 delta=delta, sql=sql, rng=rng, convert_delta=convert_delta,
@@ -521,11 +529,24 @@ class Session:
             raise ParameterError("keys, split and id_column apply to group-by releases: "
                                  "pass by=COLUMN", parameter="by")
         stat = str(statistic).lower().replace("_", "-")
+
+        def build(eps: float, **extra: Any) -> Any:
+            if ci is None:
+                return build_mechanism(statistic, eps, delta, **extra, **options)
+            from .intervals import with_interval
+
+            return with_interval(
+                lambda e: build_mechanism(statistic, e, delta, **extra, **options), eps, ci
+            )
+
+        if ci is not None and self.input_kind in ("sqlite", "postgresql", "spark", "source"):
+            raise ParameterError(
+                "confidence intervals are computed in memory: ci= is not available for "
+                "releases from a database or Spark", parameter="ci")
         if stat in GRAPH_STATISTICS:
-            mech = build_mechanism(statistic, epsilon, delta, **options)
-            return self.release(mech, rng=rng, convert_delta=convert_delta)
+            return self.release(build(epsilon), rng=rng, convert_delta=convert_delta)
         rel = self.relation_for_release(sql=sql, drop_missing=drop_missing)
-        if self._statistic_out_of_core(stat, sql=sql, rel=rel, options=options):
+        if ci is None and self._statistic_out_of_core(stat, sql=sql, rel=rel, options=options):
             from .sources import out_of_core_mechanism
 
             mech = out_of_core_mechanism(statistic, epsilon, delta, neighbours=rel, **options)
@@ -540,16 +561,14 @@ class Session:
                 parameter="resolution",
             )
         options.pop("resolution", None)
-        mech = build_mechanism(statistic, epsilon, delta, neighbours=rel, **options)
+        mech = build(epsilon, neighbours=rel)
         if self.analyst:  # n is never read from the rows here: it may be private
             return self.release(mech, column, sql=sql, rng=rng, convert_delta=convert_delta)
         data = self.column(column, sql=sql, drop_missing=drop_missing)
         check_input(stat, data)
         if rel == "substitution" and stat in USES_PUBLIC_N:
             # n is public under substitution when the whole table is released
-            mech = build_mechanism(
-                statistic, epsilon, delta, n=int(data.size), neighbours=rel, **options
-            )
+            mech = build(epsilon, n=int(data.size), neighbours=rel)
         return self.release(
             mech, column, sql=sql, rng=rng, convert_delta=convert_delta, drop_missing=drop_missing
         )

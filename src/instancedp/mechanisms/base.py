@@ -30,13 +30,17 @@ from ..random import RandomSource, resolve
 
 @dataclass(frozen=True)
 class Release:
-    """One private release.  ``value is None`` means the mechanism refused (⊥)."""
+    """One private release.  ``value is None`` means the mechanism refused (⊥).
+
+    ``ci``: its private confidence interval (:class:`instancedp.intervals.Interval`),
+    when one was asked for; its charge is part of ``guarantee``."""
 
     value: Any
     guarantee: Guarantee
     mechanism: str
     parameters: Mapping[str, Any]
     secure: bool = True
+    ci: Any = None
 
     @property
     def refused(self) -> bool:
@@ -48,7 +52,7 @@ class Release:
             value = value.tolist()
         elif isinstance(value, np.generic):
             value = value.item()
-        return {
+        out = {
             "value": value,
             "refused": self.refused,
             "guarantee": self.guarantee.as_dict(),
@@ -56,13 +60,17 @@ class Release:
             "parameters": dict(self.parameters),
             "secure": self.secure,
         }
+        if self.ci is not None:
+            out["ci"] = self.ci.as_dict()
+        return out
 
     def __repr__(self) -> str:
         value = "refused" if self.refused else f"{self.to_dict()['value']!r}"
         secure = "" if self.secure else ", secure=False (seeded simulation)"
+        ci = "" if self.ci is None else f", ci={self.ci.describe()}"
         return (
             f"Release(value={value}, guarantee={self.guarantee.describe()}, "
-            f"mechanism={self.mechanism!r}{secure})"
+            f"mechanism={self.mechanism!r}{ci}{secure})"
         )
 
     def _repr_html_(self) -> str:
@@ -72,6 +80,7 @@ class Release:
             ("value", "refused" if self.refused else self.to_dict()["value"]),
             ("guarantee", self.guarantee.describe()),
             ("mechanism", self.mechanism),
+            *([("confidence interval", self.ci.describe())] if self.ci is not None else []),
             ("secure", "yes" if self.secure else "no: seeded simulation"),
         ]
         rows += [(f"parameter {k}", v) for k, v in dict(self.parameters).items()]

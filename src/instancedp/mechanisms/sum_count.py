@@ -77,10 +77,15 @@ class NoisySumOverCount(Mechanism):
         x = _records(data, drop_missing=False)
         return np.clip(x, self.lower, self.upper) - self.lower
 
+    def _parts(self, data: Any, source: Any) -> tuple[float, float]:
+        """(noisy shifted sum, noisy count): the two releases the mean post-processes
+        (also the inputs of its confidence interval, ``instancedp.intervals``)."""
+        y = self._shifted(data)
+        return self._sum.release(y, rng=source).value, self._count.release(y, rng=source).value
+
+    def _combine(self, s: float, c: float) -> float:
+        return self.lower + min(max(s / max(c, 1.0), 0.0), self.range)
+
     def release(self, data: Any, rng: Any = None) -> Release:
         source = resolve(rng)
-        y = self._shifted(data)
-        s = self._sum.release(y, rng=source).value
-        c = self._count.release(y, rng=source).value
-        mean = min(max(s / max(c, 1.0), 0.0), self.range)
-        return self._record(self.lower + mean, source)
+        return self._record(self._combine(*self._parts(data, source)), source)

@@ -1,0 +1,557 @@
+"""Private error bars: a confidence interval with every release.
+
+An interval states what it covers — the statistic the query defines, on
+these data — its level, how it was obtained and what it charged.  Its
+endpoints are part of the public record, so they must be a DP function of
+the rows: either post-processing of the release (data-independent noise) or
+the output of a further, charged mechanism.  One function per family:
+
+* **Data-independent noise** (:func:`noise_interval`; the Laplace and
+  Gaussian mechanisms): value ± scale·F⁻¹(1 − α/2), F the unit noise's cdf.
+  The noise is independent of the data and symmetric, so
+  P(|value − f(x)| > half-width) = α exactly.  No extra charge.
+* **Noisy sum ÷ noisy count** (:func:`ratio_interval`): each noise is inside
+  ±b·ln(2/α) with probability 1 − α/2 (Laplace tails, union bound); on that
+  event the clamped mean S/n lies between (S̃ − a_S)/(C̃ + a_C) and
+  (S̃ + a_S)/max(1, C̃ − a_C).  Post-processing of the two noisy values
+  (their sum is the release's ε); no extra charge.
+* **Smooth sensitivity** (:func:`smooth_interval`, queries other than order
+  statistics): a share ε_I of ε releases ln S̃ = ln S_γ(x) + Lap(γ/ε_I).
+  ln S_γ changes by at most γ between neighbours (S_γ is γ-smooth: NRS 2007,
+  Def. 2.1), so this is ε_I-DP (Laplace mechanism).  With probability
+  1 − α/2, S_γ(x) ≤ Ŝ = exp(ln S̃ + (γ/ε_I)·ln(1/α)) (one Laplace tail:
+  P(Lap(b) < −t) = ½e^{−t/b}); independently |Z| ≤ z = F_Z⁻¹(1 − α/4) with
+  probability 1 − α/2.  The release is q(x) + S_γ(x)·Z, so
+  |release − q(x)| ≤ Ŝ·z with probability ≥ 1 − α (union bound).  For a
+  mean or trimmed mean the interval is then intersected with the public
+  bounds, which hold the value (post-processing; coverage unchanged).
+* **Quantiles and the median, every mechanism** (:func:`quantile_interval`):
+  two AboveThreshold scans (Dwork & Roth 2014, Alg. 1 and Thm. 3.23; each
+  ε_I/2-DP) over public candidates walking away from the released value
+  (post-processing of a public number), with exact discrete Laplace noise
+  (Canonne, Kamath & Steinke 2020) on integer queries.  See that function
+  for the proof; the failure probability is at most α/2 per side whatever
+  the main mechanism did.
+
+Instance-adaptive families take a documented share ``DEFAULT_FRACTION`` of ε
+for the interval: the mechanism runs at ε·(1 − f), the interval at the rest,
+and the record states both; the guarantee charged is their composition.
+A mechanism without an interval method (PTR, bounded local sensitivity,
+instance-based noise and inverse sensitivity on queries other than
+quantiles; graph statistics) is refused before anything is charged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .errors import ParameterError
+from .privacy import Guarantee, PureDP, compose
+from .random import RandomSource, resolve
+
+#: the share of ε that an instance-adaptive mechanism's interval spends
+DEFAULT_FRACTION = 0.25
+#: the number of public candidates each AboveThreshold scan may visit
+SCAN_CANDIDATES = 512
+#: denominator of the public rationals bracketing q in the scans' integer queries
+_Q_DENOMINATOR = 2**16
+
+NOISE = "noise"  # data-independent noise: exact, free
+RATIO = "sum_over_count"  # two noises: union bound, free
+SMOOTH = "noisy_log_smooth_sensitivity"  # charged
+QUANTILE = "above_threshold_ranks"  # charged
+
+COVERS = {
+    NOISE: "the query's exact value on these data",
+    RATIO: "the mean of the rows clamped to the bounds (any point of the bounds when empty)",
+    SMOOTH: "the query's exact value on these data (rows clamped to the bounds)",
+    QUANTILE: "the query's order statistic x_m, m = max(1, ceil(q·n)), of the rows clamped "
+    "to the bounds (any point of the bounds when empty)",
+}
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A private confidence interval [lower, upper] at ``level``.
+
+    ``covers``: what it covers, in words; ``method``: how it was obtained;
+    ``epsilon``: its extra charge (0.0 for post-processing), already part of
+    the release's guarantee; ``parameters``: its public constants."""
+
+    level: float
+    lower: float
+    upper: float
+    covers: str
+    method: str
+    epsilon: float = 0.0
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "lower": self.lower,
+            "upper": self.upper,
+            "covers": self.covers,
+            "method": self.method,
+            "epsilon": self.epsilon,
+            "parameters": dict(self.parameters),
+        }
+
+    def describe(self) -> str:
+        extra = f", ε = {self.epsilon:g} of the release's" if self.epsilon else ", no extra ε"
+        return (
+            f"[{self.lower:.6g}, {self.upper:.6g}] at {100 * self.level:g}% "
+            f"({self.method}{extra})"
+        )
+
+
+def check_level(level: Any) -> float:
+    """A confidence level in (0, 1), or a ParameterError naming ``ci``."""
+    try:
+        v = float(level)
+    except (TypeError, ValueError):
+        v = math.nan
+    if isinstance(level, bool) or not (0.0 < v < 1.0):
+        raise ParameterError(
+            f"ci must be a confidence level in (0, 1), e.g. 0.95; got {level!r}",
+            parameter="ci",
+            allowed="(0, 1)",
+        )
+    return v
+
+
+def check_fraction(fraction: Any) -> float:
+    try:
+        v = float(fraction)
+    except (TypeError, ValueError):
+        v = math.nan
+    if not (0.0 < v <= 0.5):
+        raise ParameterError(
+            f"ci_fraction must be a share of epsilon in (0, 0.5]; got {fraction!r}",
+            parameter="ci_fraction",
+            allowed="(0, 0.5]",
+        )
+    return v
+
+
+# --------------------------------------------------------------------------- families
+
+
+def noise_interval(value: Any, scale: float, noise: Any, level: float) -> tuple[Any, Any]:
+    """value ± scale·F⁻¹((1 + level)/2) for symmetric data-independent noise (exact)."""
+    half = float(scale) * float(noise.ppf(0.5 + level / 2.0))
+    v = np.asarray(value, dtype=np.float64)
+    return v - half, v + half
+
+
+def laplace_margin(scale: float, alpha: float) -> float:
+    """a with P(|Lap(scale)| > a) = alpha."""
+    return float(scale) * math.log(1.0 / alpha)
+
+
+def ratio_interval(
+    noisy_sum: Any, noisy_count: Any, sum_scale: float, count_scale: float,
+    lower: float, width: float, level: float,
+) -> tuple[Any, Any]:
+    """The clamped mean's interval from S̃ (shifted sum, in [0, n·width]) and C̃.
+
+    With a_S, a_C the two-sided Laplace margins at α/2 each, on the event
+    |S̃ − S| ≤ a_S and |C̃ − n| ≤ a_C (probability ≥ 1 − α) and n ≥ 1:
+    S/n ≥ max(0, S̃ − a_S)/(C̃ + a_C) and S/n ≤ (S̃ + a_S)/max(1, C̃ − a_C),
+    both clamped to [0, width] (S/n always is)."""
+    alpha = 1.0 - level
+    a_s = laplace_margin(sum_scale, alpha / 2.0)
+    a_c = laplace_margin(count_scale, alpha / 2.0)
+    s = np.asarray(noisy_sum, dtype=np.float64)
+    c = np.asarray(noisy_count, dtype=np.float64)
+    top = np.maximum(c + a_c, 1.0)  # n ≤ C̃ + a_C and n ≥ 1
+    lo = np.maximum(s - a_s, 0.0) / top
+    hi = (s + a_s) / np.maximum(c - a_c, 1.0)
+    lo = np.where(c + a_c < 1.0, 0.0, lo)  # then the event excludes n ≥ 1: say nothing
+    return lower + np.clip(lo, 0.0, width), lower + np.clip(hi, 0.0, width)
+
+
+def log_scale_noise(gamma: float, epsilon: float) -> float:
+    """The Laplace scale for ln S: (γ + rounding slack)/ε_I (ln S moves by ≤ γ)."""
+    return (gamma * (1.0 + 2.0**-30) + 2.0**-40) / epsilon
+
+
+def smooth_interval(
+    value: Any, noisy_log_scale: Any, log_noise: float, noise: Any, level: float
+) -> tuple[Any, Any]:
+    """value ± Ŝ·F_Z⁻¹(1 − α/4), Ŝ = exp(ln S̃ + b·ln(1/α)) (module docstring)."""
+    alpha = 1.0 - level
+    s_hat = np.exp(np.asarray(noisy_log_scale, dtype=np.float64) + log_noise * math.log(1 / alpha))
+    # 2^−40 covers the release path's 16-ulp raise of the scale and the rounding of exp/ppf
+    half = s_hat * float(noise.ppf(1.0 - alpha / 4.0)) * (1.0 + 2.0**-40)
+    v = np.asarray(value, dtype=np.float64)
+    return v - half, v + half
+
+
+# -- quantiles: AboveThreshold on integer rank queries -------------------------------
+
+
+def _bracket_q(q: float) -> tuple[Fraction, Fraction]:
+    """Public rationals r₋ ≤ q ≤ r₊ with denominator 2^16 (lowest terms: 1/2 for the median)."""
+    d = _Q_DENOMINATOR
+    lo = Fraction(math.floor(q * d), d)
+    hi = Fraction(math.ceil(q * d), d)
+    while lo > Fraction(q):  # float rounding of q·d: never above q
+        lo -= Fraction(1, d)
+    while hi < Fraction(q):
+        hi += Fraction(1, d)
+    return lo, hi
+
+
+def rank_sensitivity(r: Fraction, neighbours: str) -> int:
+    """Δ of G_r(c) = (D − N)·#{x < c} − N·#{x > c}, r = N/D in lowest terms.
+
+    Adding or removing a row changes one count by one (Δ = max(N, D − N));
+    a substitution moves a row from one side to the other (Δ = D)."""
+    if neighbours == "substitution":
+        return r.denominator
+    return max(r.numerator, r.denominator - r.numerator, 1)
+
+
+def rank_query(rows: np.ndarray, candidates: np.ndarray, r: Fraction) -> np.ndarray:
+    """G_r at each candidate (integers; n never appears, only the two counts)."""
+    x = np.asarray(rows, dtype=np.float64)
+    below = np.searchsorted(x, candidates, side="left").astype(np.int64)
+    above = x.size - np.searchsorted(x, candidates, side="right").astype(np.int64)
+    return (r.denominator - r.numerator) * below - r.numerator * above
+
+
+def _discrete_tail(scale: Fraction, beta: float) -> int:
+    """Smallest integer a ≥ 1 with P(Z ≥ a) = e^{−a/t}/(1 + e^{−1/t}) ≤ beta."""
+    t = float(scale)
+    a = max(1, math.ceil(t * math.log(1.0 / (beta * (1.0 + math.exp(-1.0 / t))))))
+    while math.exp(-a / t) / (1.0 + math.exp(-1.0 / t)) > beta:
+        a += 1
+    return a
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """The public constants of one AboveThreshold scan (Dwork & Roth 2014, Alg. 1).
+
+    Threshold noise: discrete Laplace of scale t_T = 2Δ/ε_s; query noise: t_Q =
+    4Δ/ε_s; threshold A = a_T + a_Q − 1 with P(ν_T ≤ −a_T) ≤ β/2 and
+    m·P(ν_i ≥ a_Q) ≤ β/2."""
+
+    sensitivity: int
+    threshold_scale: Fraction
+    query_scale: Fraction
+    threshold: int
+
+
+def scan_plan(sensitivity: int, epsilon: float, beta: float, m: int) -> ScanPlan:
+    eps = Fraction(epsilon)
+    t_t = Fraction(2 * sensitivity) / eps
+    t_q = Fraction(4 * sensitivity) / eps
+    a_t = _discrete_tail(t_t, beta / 2.0)
+    a_q = _discrete_tail(t_q, beta / (2.0 * m))
+    return ScanPlan(sensitivity, t_t, t_q, a_t + a_q - 1)
+
+
+def first_crossing(f: np.ndarray, plan: ScanPlan, source: RandomSource) -> int | None:
+    """AboveThreshold: the first i with f[i] + ν_i ≥ A + ν_T, or None.
+
+    Secure sources draw each ν_i exactly and only as far as the scan goes
+    (the same law as drawing all of them); simulation sources draw them at once."""
+    from .noise.discrete import sample_discrete_laplace
+
+    thr = plan.threshold + int(sample_discrete_laplace(plan.threshold_scale, source))
+    if not source.secure and not getattr(source, "exact", False):
+        nu = np.asarray(sample_discrete_laplace(plan.query_scale, source, f.size))
+        hit = np.nonzero(f + nu >= thr)[0]
+        return int(hit[0]) if hit.size else None
+    for i, fi in enumerate(f.tolist()):
+        if fi + int(sample_discrete_laplace(plan.query_scale, source)) >= thr:
+            return i
+    return None
+
+
+def quantile_candidates(
+    t: float, lower: float, upper: float, chart_scale: float, direction: int, m: int
+) -> np.ndarray:
+    """m public points from t towards lower (direction −1) or upper (+1) in the chart
+    φ(u) = sign(u)·log1p(|u|/s), at chart offsets H·(j/(m − 1))², H = φ(upper) − φ(lower):
+    fine steps near t, where a crossing is likely, and the far bound within reach."""
+    from .mechanisms.quantile import log_scale_map
+
+    phi, phi_inv = log_scale_map(chart_scale)
+    span = float(phi(upper) - phi(lower))
+    offsets = span * (np.arange(m) / max(m - 1, 1)) ** 2
+    c = phi_inv(phi(min(max(t, lower), upper)) + direction * offsets)
+    return np.clip(c, lower, upper)
+
+
+def quantile_interval(
+    rows: np.ndarray, t: float, *, q: float, lower: float, upper: float, neighbours: str,
+    epsilon: float, level: float, chart_scale: float, source: RandomSource,
+) -> tuple[float, float]:
+    """[L, U] around the released t covering x_m, m = max(1, ⌈qn⌉), at ``level``.
+
+    ``rows``: the rows clamped to [lower, upper], sorted.  G_r(c) =
+    (D − N)·#{x < c} − N·#{x > c} for r = N/D = D·((1 − r)·#below − r·#above).
+
+    Proof.  Lower side, r = r₋ ≤ q.  For c > x_m, #below ≥ m and #above ≤ n − m,
+    so (1 − q)#below − q·#above ≥ m − qn ≥ 0, and G_{r₋}(c) ≥ that × D ≥ 0 (the
+    expression decreases in r).  The scan fires at c_i when −G(c_i) + ν_i ≥ A + ν_T;
+    on the event ν_T > −a_T and ν_i < a_Q for all i (probability ≥ 1 − β by the
+    union bound), firing implies −G(c_i) ≥ 1, so c_i ≤ x_m.  If it never fires
+    L = lower ≤ x_m.  Upper side, r = r₊ ≥ q: for c < x_m, #below ≤ m − 1 and
+    #above ≥ n − m + 1 give (1 − q)#below − q·#above ≤ m − 1 − qn < 0, so firing
+    on G(c_i) ≥ 1 implies c_i ≥ x_m.  With β = α/2 per side the interval covers
+    x_m with probability ≥ 1 − α.  (n = 0: G ≡ 0, nothing fires on the event and
+    [lower, upper] holds every value.)  Privacy: each scan is AboveThreshold over
+    queries of sensitivity Δ (:func:`rank_sensitivity`, no n anywhere), ε/2-DP
+    (Dwork & Roth 2014, Thm. 3.23; the shift argument holds verbatim for integer
+    queries and discrete Laplace noise); its candidates depend only on public
+    numbers (t is the release's output); the two compose to ε.
+    """
+    out = []
+    for side in scan_inputs(rows, t, q=q, lower=lower, upper=upper, neighbours=neighbours,
+                            epsilon=epsilon, level=level, chart_scale=chart_scale):
+        i = first_crossing(side["f"], side["plan"], source)
+        out.append(side["default"] if i is None else float(side["candidates"][i]))
+    return out[0], out[1]
+
+
+def scan_inputs(
+    rows: np.ndarray, t: float, *, q: float, lower: float, upper: float, neighbours: str,
+    epsilon: float, level: float, chart_scale: float,
+) -> list[dict[str, Any]]:
+    """The two scans of :func:`quantile_interval`: candidates, queries f, plan, default."""
+    beta = (1.0 - level) / 2.0
+    m = SCAN_CANDIDATES
+    r_lo, r_hi = _bracket_q(q)
+    sides = []
+    for r, direction, default in ((r_lo, -1, lower), (r_hi, +1, upper)):
+        plan = scan_plan(rank_sensitivity(r, neighbours), epsilon / 2.0, beta, m)
+        c = quantile_candidates(t, lower, upper, chart_scale, direction, m)
+        f = direction * rank_query(rows, c, r)
+        sides.append({"candidates": c, "f": f, "plan": plan, "default": default})
+    return sides
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+#: queries whose value always lies within their public bounds (an interval may be clipped)
+_VALUE_IN_BOUNDS = ("mean", "trimmed_mean", "median", "quantile", "min", "max")
+
+
+def interval_method(mechanism: Any) -> str | None:
+    """The interval family of ``mechanism`` (None: it offers none)."""
+    from .mechanisms.global_noise import GaussianMechanism, LaplaceMechanism
+    from .mechanisms.smooth import SmoothSensitivityMechanism
+    from .mechanisms.sum_count import NoisySumOverCount
+
+    if isinstance(mechanism, LaplaceMechanism | GaussianMechanism):
+        return NOISE
+    if isinstance(mechanism, NoisySumOverCount):
+        return RATIO
+    if _quantile_spec(mechanism) is not None:
+        return QUANTILE
+    if isinstance(mechanism, SmoothSensitivityMechanism):
+        return SMOOTH
+    return None
+
+
+def _quantile_spec(mechanism: Any) -> dict[str, Any] | None:
+    """q, bounds and relation of a single quantile release with public bounds."""
+    query = getattr(mechanism, "query", None)
+    q = getattr(query, "q", getattr(mechanism, "q", None))
+    lo = getattr(query, "lower", getattr(mechanism, "lower", None))
+    hi = getattr(query, "upper", getattr(mechanism, "upper", None))
+    if q is None or lo is None or hi is None or np.ndim(q) != 0:
+        return None
+    if not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
+        return None
+    rel = getattr(mechanism, "neighbours", None) or getattr(query, "neighbours", "substitution")
+    scale = getattr(mechanism, "log_scale", None) or (float(hi) - float(lo)) * 1e-4
+    return {"q": float(q), "lower": float(lo), "upper": float(hi), "neighbours": rel,
+            "chart_scale": float(scale)}
+
+
+def _unsupported(mechanism: Any) -> ParameterError:
+    name = getattr(mechanism, "name", type(mechanism).__name__)
+    return ParameterError(
+        f"mechanism {name!r} offers no confidence interval; intervals exist for the "
+        "Laplace and Gaussian mechanisms, sum-over-count means, smooth sensitivity and "
+        "every median or quantile release with public bounds",
+        parameter="ci",
+        allowed="a mechanism with an interval, or ci=None",
+    )
+
+
+class WithInterval:
+    """A mechanism plus its private interval: one release, one guarantee.
+
+    Built by :func:`with_interval`.  ``guarantee`` is the composition of the
+    mechanism's and the interval's (the interval's ε is 0 for post-processing);
+    ``release`` returns the mechanism's :class:`Release` with ``ci`` set and the
+    combined guarantee; the record's parameters gain ``interval``."""
+
+    def __init__(self, inner: Any, level: float, method: str, epsilon: float,
+                 fraction: float | None) -> None:
+        self.inner = inner
+        self.level = level
+        self.method = method
+        self.interval_epsilon = epsilon
+        self.fraction = fraction
+        self.name = inner.name
+        self.query = getattr(inner, "query", None)
+        self._guarantee: Guarantee = (
+            compose([inner.guarantee, PureDP(epsilon)]) if epsilon > 0 else inner.guarantee
+        )
+
+    def __getattr__(self, attr: str) -> Any:  # bounds, q, neighbours … of the mechanism
+        if attr == "inner":
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return self._guarantee
+
+    def spec(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"level": self.level, "method": self.method,
+                               "epsilon": self.interval_epsilon}
+        if self.fraction is not None:
+            out["fraction_of_epsilon"] = self.fraction
+        if self.method == QUANTILE:
+            out["candidates_per_side"] = SCAN_CANDIDATES
+        return out
+
+    def parameters(self) -> dict[str, Any]:
+        return {**self.inner.parameters(), "interval": self.spec()}
+
+    # -- the draws -------------------------------------------------------------------
+    def _rows(self, data: Any) -> np.ndarray:
+        from .mechanisms.quantile import sorted_rows
+
+        spec = _quantile_spec(self.inner)
+        return sorted_rows(data, spec["lower"], spec["upper"])
+
+    def _draws(self, data: Any, source: RandomSource, size: int | None) -> tuple[Any, ...]:
+        """(values, lower, upper, interval parameters) for one draw (``size=None``) or
+        ``size`` draws, from one computation of the private state: ``release`` and
+        ``sample_intervals`` run this same code."""
+        inner, level, method = self.inner, self.level, self.method
+        if method == RATIO:
+            y = inner._shifted(data)
+            s, c = inner._sum.sample(y, 1 if size is None else size, rng=source), \
+                inner._count.sample(y, 1 if size is None else size, rng=source)
+            values = np.array([inner._combine(a, b) for a, b in zip(s, c, strict=True)])
+            lo, hi = ratio_interval(s, c, inner._sum.scale, inner._count.scale,
+                                    inner.lower, inner.range, level)
+            extra = {"sum_scale": inner._sum.scale, "count_scale": inner._count.scale}
+            return _one(values, size), _one(lo, size), _one(hi, size), extra
+        if method == SMOOTH:
+            state = inner._state(data)  # once: value and SS share it with ln S below
+            values = inner._draw(state, source, 1 if size is None else size)
+        else:
+            values = inner.sample(data, 1 if size is None else size, rng=source)
+        values = np.asarray(values, dtype=object if method == QUANTILE else np.float64)
+        if method == NOISE:
+            from .mechanisms.global_noise import _unit
+
+            family = "laplace" if inner.name == "laplace" else "gaussian"
+            scale = inner.scale if family == "laplace" else inner.sigma
+            lo, hi = noise_interval(values.astype(float), scale, _unit(family), level)
+            return (_one(values.astype(float), size), _one(lo, size), _one(hi, size),
+                    {"noise": family, "scale": scale})
+        if method == QUANTILE:
+            spec = _quantile_spec(inner)
+            from .mechanisms.quantile import sorted_rows
+
+            rows = sorted_rows(data, spec["lower"], spec["upper"])
+            mid = spec["lower"] + (spec["upper"] - spec["lower"]) / 2
+            bounds = [  # a refusal (⊥) still gets its interval: the record keeps its shape
+                quantile_interval(
+                    rows, mid if v is None else float(v), q=spec["q"], lower=spec["lower"],
+                    upper=spec["upper"],
+                    neighbours=spec["neighbours"], epsilon=self.interval_epsilon,
+                    level=level, chart_scale=spec["chart_scale"], source=source)
+                for v in values.tolist()
+            ]
+            lo = np.array([b[0] for b in bounds], dtype=object)
+            hi = np.array([b[1] for b in bounds], dtype=object)
+            return (_one(values, size), _one(lo, size), _one(hi, size),
+                    {"chart_scale": spec["chart_scale"]})
+        # SMOOTH: the mechanism's private state gives ln S; one Laplace draw releases it
+        from .mechanisms.base import add_noise
+        from .mechanisms.global_noise import _unit
+
+        _, ss, cal, gamma = state
+        b = log_scale_noise(gamma, self.interval_epsilon)
+        noisy = np.atleast_1d(add_noise(math.log(ss), b, _unit("laplace"), source,
+                                        None if size is None else size))
+        lo, hi = smooth_interval(values, noisy, b, cal.noise, level)
+        query = inner.query
+        if getattr(query, "name", "") in _VALUE_IN_BOUNDS:  # public post-processing
+            lo = np.clip(lo, query.lower, query.upper)
+            hi = np.clip(hi, query.lower, query.upper)
+        extra = {"log_scale_noise": b, "record": inner.parameters(gamma=gamma)}
+        if size is None:
+            extra["noisy_log_scale"] = float(noisy[0])
+        return _one(values, size), _one(lo, size), _one(hi, size), extra
+
+    def release(self, data: Any, rng: Any = None) -> Any:
+        from .mechanisms.base import Release
+
+        source = resolve(rng)
+        value, lo, hi, extra = self._draws(data, source, None)
+        record = extra.pop("record", None) or self.inner.parameters()
+        params = {**record, "interval": self.spec()}
+        ci = None
+        if lo is not None:
+            ci = Interval(self.level, float(lo), float(hi), COVERS[self.method], self.method,
+                          self.interval_epsilon, extra)
+        return Release(value, self._guarantee, self.inner.name, params, source.secure, ci=ci)
+
+    def sample_intervals(self, data: Any, size: int, rng: Any = None) -> np.ndarray:
+        """``size`` (value, lower, upper) rows through the release path (coverage tests)."""
+        values, lo, hi, _ = self._draws(data, resolve(rng), int(size))
+        return np.array([[np.nan if v is None else float(v) for v in col]
+                         for col in (values, lo, hi)]).T
+
+
+def _one(a: Any, size: int | None) -> Any:
+    """The single draw (``size=None``) as a Python scalar, else the array."""
+    if size is not None:
+        return a
+    v = np.asarray(a, dtype=object).reshape(-1)[0]
+    return None if v is None else float(v)
+
+
+def with_interval(
+    build: Callable[[float], Any], epsilon: float, level: Any,
+    fraction: float = DEFAULT_FRACTION,
+) -> WithInterval:
+    """The mechanism ``build(ε′)`` with a private interval at ``level``, charging ε in all.
+
+    Data-independent families: ``build(ε)`` and an interval by post-processing.
+    Instance-adaptive ones: ``build(ε·(1 − f))`` and the interval at the rest
+    (ε − ε·(1 − f), so that the two add up to ε exactly in floating point:
+    Sterbenz's lemma, f ≤ ½).  Refused (before any charge) for a mechanism with
+    no interval method."""
+    level = check_level(level)
+    fraction = check_fraction(fraction)
+    probe = build(epsilon)
+    method = interval_method(probe)
+    if method is None:
+        raise _unsupported(probe)
+    if method in (NOISE, RATIO):
+        return WithInterval(probe, level, method, 0.0, None)
+    main = float(epsilon) * (1.0 - fraction)
+    inner = build(main)
+    return WithInterval(inner, level, method, float(epsilon) - main, fraction)
