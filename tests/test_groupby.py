@@ -260,29 +260,7 @@ def test_max_groups_needs_an_id_column():
     assert e.value.parameter == "max_groups"
 
 
-# -- files through DuckDB and output frames ------------------------------------------------------
-def test_csv_file_through_duckdb_equals_in_memory_with_keys_as_text(tmp_path):
-    f = tmp_path / "t.csv"
-    f.write_text("zip,income\n01,10\n01,20\n02,30\n1,40\n02,NA\n")
-    r = group_release(f, "zip", "income", "median,count", epsilon=1.0, keys=["01", "02", "1"],
-                      bounds=BOUNDS, rng=simulation(2))
-    df = pd.DataFrame({"zip": ["01", "01", "02", "1", "02"],
-                       "income": [10, 20, 30, 40, np.nan]})
-    m = group_release(df, "zip", "income", "median,count", epsilon=1.0,
-                      keys=["01", "02", "1"], bounds=BOUNDS, rng=simulation(2))
-    assert r.values == m.values  # "01" and "1" stay distinct groups (declared text)
-
-
-def test_duckdb_groups_match_numpy(tmp_path):
-    from instancedp.groupby import duckdb_groups
-
-    f = tmp_path / "t.csv"
-    f.write_text("g,v\na,3\nb,1\na,1\nb,x\na,2\n,7\n")
-    counts, lists, missing = duckdb_groups(f, "g", "v")
-    assert counts == {"a": 3, "b": 2} and missing == 1  # the key-less row forms no group
-    assert lists["a"].tolist() == [1.0, 2.0, 3.0] and lists["b"].tolist() == [1.0]
-
-
+# -- files (engine equality: test_groupby_backends.py) and output frames --------------
 def test_file_with_id_column_bounds_contributions(tmp_path):
     f = tmp_path / "t.csv"
     f.write_text("who,g,v\np,a,1\np,b,2\np,c,3\nq,a,4\nq,a,5\n")
