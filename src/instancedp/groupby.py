@@ -187,6 +187,8 @@ class GroupRelease:
     parameters: Mapping[str, Any]
     secure: bool = True
     frame: str | None = field(default=None, repr=False)
+    #: per statistic, each group's interval (lo, hi) where its release carries ``ci``
+    intervals: Mapping[str, list[Any]] | None = field(default=None, repr=False)
 
     @property
     def refused(self) -> bool:
@@ -194,14 +196,107 @@ class GroupRelease:
 
     @property
     def value(self) -> dict[str, list[Any]]:
-        return {self.by: list(self.keys), **{k: list(v) for k, v in self.values.items()}}
+        """Columns: the key, each statistic, and ``STAT_ci_lower``/``STAT_ci_upper``
+        where the statistic's releases carry intervals."""
+        out = {self.by: [_plain(k) for k in self.keys]}
+        for s, vals in self.values.items():
+            out[s] = [_plain(v) for v in vals]
+            ci = (self.intervals or {}).get(s)
+            if ci is not None:
+                out[f"{s}_ci_lower"] = [None if c is None else c[0] for c in ci]
+                out[f"{s}_ci_upper"] = [None if c is None else c[1] for c in ci]
+        return out
 
     def rows(self) -> list[dict[str, Any]]:
-        """One dict per group: the key, then each statistic."""
-        return [
-            {self.by: key, **{s: vals[i] for s, vals in self.values.items()}}
-            for i, key in enumerate(self.keys)
-        ]
+        """One dict per group: the key, then each statistic (and ``STAT_ci`` = [lo, hi]
+        where the statistic's releases carry an interval)."""
+        out = []
+        for i, key in enumerate(self.keys):
+            row = {self.by: _plain(key)}
+            for s, vals in self.values.items():
+                row[s] = _plain(vals[i])
+                ci = (self.intervals or {}).get(s)
+                if ci is not None:
+                    row[f"{s}_ci"] = None if ci[i] is None else [_plain(x) for x in ci[i]]
+            out.append(row)
+        return out
+
+    def json_lines(self, extra: Mapping[str, Any] | None = None) -> list[str]:
+        """JSON lines: one object per group × statistic (key, statistic, value, ci where
+        the release has one), then one object with the guarantee and the parameters."""
+        import json
+
+        lines = []
+        for i, key in enumerate(self.keys):
+            for s, vals in self.values.items():
+                obj: dict[str, Any] = {self.by: _plain(key), "statistic": s,
+                                       "value": _plain(vals[i])}
+                ci = (self.intervals or {}).get(s)
+                if ci is not None and ci[i] is not None:
+                    obj["ci"] = [_plain(x) for x in ci[i]]
+                lines.append(json.dumps(obj, default=str))
+        tail = {k: v for k, v in self.to_dict().items() if k != "value"}
+        tail["groups"] = len(self.keys)
+        tail.update(extra or {})
+        lines.append(json.dumps(tail, default=str))
+        return lines
+
+    def write_csv(self, out: Any) -> None:
+        """CSV to a path or a text stream: a header (the key, then each statistic and
+        its interval columns), then one row per group."""
+        import csv
+
+        rows = self.rows()
+        header = list(rows[0]) if rows else [self.by, *self.values]
+        fh = open(out, "w", newline="", encoding="utf-8") if isinstance(out, (str, Path)) \
+            else out
+        try:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(header)
+            for row in rows:
+                w.writerow(["" if row[c] is None else
+                            (";".join(map(str, row[c])) if isinstance(row[c], list) else row[c])
+                            for c in header])
+        finally:
+            if fh is not out:
+                fh.close()
+
+    def plot(self, path: str | Path, *, title: str | None = None) -> None:
+        """A PNG: one panel per statistic, a bar per group (points beyond 40 groups),
+        error bars where the releases carry intervals."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        stats = list(self.values)
+        labels = [str(k) for k in self.keys]
+        x = np.arange(len(labels))
+        fig, axes = plt.subplots(len(stats), 1, squeeze=False,
+                                 figsize=(max(6.0, min(16.0, 0.3 * len(labels) + 3)),
+                                          2.6 * len(stats) + 0.6))
+        for ax, s in zip(axes[:, 0], stats, strict=True):
+            y = np.array([np.nan if v is None else float(v) for v in self.values[s]])
+            ci = (self.intervals or {}).get(s)
+            yerr = None
+            if ci is not None:
+                lo = np.array([np.nan if c is None else float(c[0]) for c in ci])
+                hi = np.array([np.nan if c is None else float(c[1]) for c in ci])
+                yerr = np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)])
+            if len(labels) <= 40:
+                ax.bar(x, y, yerr=yerr, capsize=3, color="#4C72B0")
+                ax.set_xticks(x, labels, rotation=45 if len(labels) > 8 else 0,
+                              ha="right" if len(labels) > 8 else "center", fontsize=8)
+            else:
+                ax.errorbar(x, y, yerr=yerr, fmt="o", ms=2, lw=0.6, color="#4C72B0")
+                ax.set_xlabel(f"{self.by} ({len(labels)} groups, in key order)")
+            ax.set_ylabel(s)
+            ax.grid(axis="y", alpha=0.3)
+        fig.suptitle(title or f"{', '.join(stats)} by {self.by} — {self.guarantee.describe()}"
+                     + ("" if self.secure else " (seeded simulation)"), fontsize=10)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -233,6 +328,31 @@ class GroupRelease:
             f"GroupRelease(by={self.by!r}, groups={len(self.keys)}, statistics="
             f"{list(self.values)}, guarantee={self.guarantee.describe()}{secure})"
         )
+
+
+def _plain(v: Any) -> Any:
+    """numpy scalars as Python numbers (JSON, CSV)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _interval(release: Any) -> tuple[float, float] | None:
+    """A release's interval, where it carries one (``ci``: a pair, or an object with
+    lower/upper)."""
+    ci = getattr(release, "ci", None)
+    if ci is None:
+        return None
+    if callable(ci):
+        ci = ci()
+    if ci is None:
+        return None
+    for lo_name, hi_name in (("lower", "upper"), ("low", "high"), ("lo", "hi")):
+        if hasattr(ci, lo_name) and hasattr(ci, hi_name):
+            return float(getattr(ci, lo_name)), float(getattr(ci, hi_name))
+    try:
+        lo, hi = ci
+        return float(lo), float(hi)
+    except (TypeError, ValueError):
+        return None
 
 
 # -- reading the grouped column -----------------------------------------------------------
@@ -634,10 +754,19 @@ def run_groups(p: dict[str, Any], group_data: Sequence[np.ndarray], source: Any)
 
     out: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
     policies = {label: analyst_policy(m) for label, m in p["statistics"]}
+    cis: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
     for data in group_data:
         for label, m in p["statistics"]:
-            out[label].append(m.release(apply_policy(data, policies[label]), rng=source).value)
-    return {"values": out, "policies": policies}
+            r = m.release(apply_policy(data, policies[label]), rng=source)
+            out[label].append(r.value)
+            cis[label].append(_interval(r))
+    return {"values": out, "policies": policies, "intervals": _some(cis)}
+
+
+def _some(cis: dict[str, list[Any]]) -> dict[str, list[Any]] | None:
+    """Only the statistics whose releases carry intervals (None when none does)."""
+    kept = {k: v for k, v in cis.items() if any(c is not None for c in v)}
+    return kept or None
 
 
 #: the public input policy of the aggregate path: NULL/NaN dropped, every other value
@@ -675,12 +804,15 @@ def run_aggregates(p: dict[str, Any], groups: Any, keys: Sequence[Any], source: 
 
     cache: dict = {}
     out: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
+    cis: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
     for key in keys:
         one = _OneGroup(groups, cache, key)
         for label, m in p["statistics"]:
-            out[label].append(release_from_source(m, one, None, source).value)
-    return {"values": out, "policies": {label: dict(AGGREGATE_POLICY)
-                                        for label, _ in p["statistics"]}}
+            r = release_from_source(m, one, None, source)
+            out[label].append(r.value)
+            cis[label].append(_interval(r))
+    return {"values": out, "intervals": _some(cis),
+            "policies": {label: dict(AGGREGATE_POLICY) for label, _ in p["statistics"]}}
 
 
 def group_release(
@@ -815,4 +947,4 @@ def group_release(
         done("released")
     params["input_policy"] = result["policies"]
     return GroupRelease(by, list(out_keys), result["values"], p["guarantee"], "group-by",
-                        params, source.secure, _frame_kind(data))
+                        params, source.secure, _frame_kind(data), result["intervals"])
