@@ -192,6 +192,42 @@ def test_neighbouring_tables_differ_only_in_values_and_selected_keys(keys):
         assert word not in text
 
 
+@pytest.mark.parametrize("rel", ["add_remove", "substitution"])
+def test_selection_law_on_neighbouring_tables_is_bounded_by_epsilon_and_delta(rel):
+    # The exact law of which keys pass, from the grouped counts the release path reads
+    # (MemoryGroups.rows, the numpy reference every engine equals), on a table and each
+    # of its neighbours: per key, P(kept) moves by at most a factor e^(ε_s/Δ); a key
+    # held in one table only passes with probability ≤ δ_s/c, and all such keys
+    # together ≤ δ_s.
+    from instancedp.backends.grouped import MemoryGroups
+
+    df = _table()
+    eps, delta = 1.0, 1e-3
+    p = plan("count", epsilon=eps, delta=delta, neighbours=rel)
+    sel = p["selection"]
+
+    def law(t):
+        counts = MemoryGroups(t["state"].to_numpy(object), t["income"].to_numpy()).rows()
+        return {k: selection_keep_probability(c, sel["epsilon"], sel["delta"],
+                                              sel["sensitivity"], 1) for k, c in counts.items()}
+
+    base = law(df)
+    neighbours = [t for t in _neighbours(df) if rel == "add_remove" or len(t) == len(df)]
+    assert neighbours
+    for other in neighbours:
+        nb = law(other)
+        only = 0.0
+        for key in set(base) | set(nb):
+            a, b = base.get(key, 0.0), nb.get(key, 0.0)
+            if key in base and key in nb:
+                bound = math.exp(sel["epsilon"] / sel["sensitivity"]) * (1 + 1e-12)
+                assert a <= bound * b and b <= bound * a, key
+            else:
+                only += max(a, b)
+                assert max(a, b) <= sel["delta"] * (1 + 1e-12)
+        assert only <= sel["delta"] * (1 + 1e-12)
+
+
 def test_one_row_key_appears_with_probability_at_most_delta():
     # The whole release path: a table where key "solo" is held by one row.
     df = pd.DataFrame({"k": ["big"] * 200 + ["solo"], "v": np.r_[np.full(200, 5.0), [9.0]]})
