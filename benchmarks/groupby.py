@@ -2,8 +2,8 @@
 
 Public synthetic data: G groups (50, 500, 5,000) whose sizes follow a Zipf law
 (exponent 1.1), values Normal(μ_g, 10) clipped to the public bounds [0, 100],
-μ_g uniform in [20, 80]; 10⁶ rows (``--quick``: 2 trials) or 10⁷ rows (full:
-5 trials; its timing also at 10⁸ rows).  Keys are public (every group
+μ_g uniform in [20, 80]; 10⁶ rows (``--quick``: 1 trial, no smooth-sensitivity
+column) or 10⁷ rows (full: 3 trials; its timing also at 10⁸ rows).  Keys are public (every group
 answered).  Same total ε = 1 (add/remove: one row touches one group) for:
 
 * instancedp on the Parquet file: per-group aggregates computed in DuckDB
@@ -120,7 +120,7 @@ def grid_exponential_median(x: np.ndarray, eps: float, g: np.random.Generator) -
 
 
 def run(rows: int, groups_list: list[int], trials: int, seed: int, peer: Path | None,
-        time_rows: int | None) -> dict:
+        time_rows: int | None, smooth: bool) -> dict:
     import duckdb
     import pandas as pd
     import pyarrow as pa
@@ -140,8 +140,10 @@ def run(rows: int, groups_list: list[int], trials: int, seed: int, peer: Path | 
             truth = np.array([np.median(x) if x.size else np.nan for x in per_group])
             t_duck = _duck_time(duckdb, path)
             peer_name = PEER if peer is not None else BASELINE
-            errs: dict[str, list[np.ndarray]] = {FILE_M: [], MEM_EXP: [], MEM_SMOOTH: [],
-                                                 peer_name: []}
+            errs: dict[str, list[np.ndarray]] = {FILE_M: [], MEM_EXP: [], peer_name: []}
+            if smooth:
+                errs[MEM_SMOOTH] = []
+            log(f"{G} groups, {rows:,} rows: DuckDB median {t_duck:.2f} s")
             t_file, t_mem = [], []
             for t in range(trials):
                 t0 = time.perf_counter()
@@ -154,9 +156,11 @@ def run(rows: int, groups_list: list[int], trials: int, seed: int, peer: Path | 
                                   bounds=BOUNDS, rng=simulation(seed + t))
                 t_mem.append(time.perf_counter() - t0)
                 errs[MEM_EXP].append(np.abs(np.array(r.values["median"]) - truth))
-                r = group_release(frame, "g", "v", "median", epsilon=EPSILON, keys=names,
-                                  bounds=BOUNDS, mechanism="smooth", rng=simulation(seed + t))
-                errs[MEM_SMOOTH].append(np.abs(np.array(r.values["median"]) - truth))
+                if smooth:
+                    r = group_release(frame, "g", "v", "median", epsilon=EPSILON, keys=names,
+                                      bounds=BOUNDS, mechanism="smooth",
+                                      rng=simulation(seed + t))
+                    errs[MEM_SMOOTH].append(np.abs(np.array(r.values["median"]) - truth))
                 if peer is None:
                     g = np.random.default_rng(seed + 10_000 + t)
                     base = np.array([grid_exponential_median(x, EPSILON, g) for x in per_group])
@@ -200,7 +204,12 @@ def run(rows: int, groups_list: list[int], trials: int, seed: int, peer: Path | 
                 scale.append({"groups": G, "rows": time_rows, "duckdb_median_s": t_duck,
                               "instancedp_file_s": time.perf_counter() - t0})
                 path.unlink()
-    return {"rows": out_rows, "timing": timing, "scale": scale, "peer": peer_name}
+    return {"rows": out_rows, "timing": timing, "scale": scale, "peer": peer_name,
+            "methods": [FILE_M, MEM_EXP] + ([MEM_SMOOTH] if smooth else []) + [peer_name]}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
 def _duck_time(duckdb, path: Path) -> float:
@@ -214,7 +223,7 @@ def _duck_time(duckdb, path: Path) -> float:
 
 def write(res: dict, quick: bool) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    methods = [FILE_M, MEM_EXP, MEM_SMOOTH, res["peer"]]
+    methods = res["methods"]
     peer_text = (
         "OpenDP's polars API ran in `.bench-envs/opendp-polars` (opendp 0.16.0): "
         "`group_by(\"g\").agg(pl.col(\"v\").dp.median(grid))`, the public keys as a "
@@ -278,7 +287,7 @@ def write(res: dict, quick: bool) -> None:
     t = max(res["timing"], key=lambda x: x["groups"])
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     sizes = np.asarray(t["sizes"])
-    for m, mk in zip(methods, ("o", "s", "D", "^"), strict=True):
+    for m, mk in zip(methods, ("o", "s", "D", "^"), strict=False):
         e = np.asarray(t["errors"][m])
         ax.scatter(np.maximum(sizes, 0.8), np.maximum(e, 1e-4), s=7, marker=mk, alpha=0.5,
                    label=m)
@@ -293,16 +302,18 @@ def write(res: dict, quick: bool) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
-                    help="10^6 rows, 2 trials (full: 10^7 rows, 5 trials, timing at 10^8)")
+                    help="10^6 rows, 1 trial, no smooth-sensitivity column (full: 10^7 rows, "
+                    "3 trials, timing also at 10^8 rows)")
     ap.add_argument("--peers", action="store_true",
                     help="create OpenDP's environment under .bench-envs/ if it is missing")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     rows = 10**6 if a.quick else 10**7
-    trials = 2 if a.quick else 5
+    trials = 1 if a.quick else 3
     peer = peer_python(a.peers)
     t0 = time.perf_counter()
-    res = run(rows, [50, 500, 5000], trials, a.seed, peer, None if a.quick else 10**8)
+    res = run(rows, [50, 500, 5000], trials, a.seed, peer, None if a.quick else 10**8,
+              smooth=not a.quick)
     res.update(seconds=time.perf_counter() - t0, rows_total=rows, trials=trials,
                machine={"cpu_count": os.cpu_count(), "python": platform.python_version()})
     write(res, a.quick)

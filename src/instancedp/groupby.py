@@ -529,21 +529,25 @@ class _OneGroup:
     def __init__(self, groups: Any, cache: dict, key: Any) -> None:
         self._groups, self._cache, self._key = groups, cache, key
 
-    def _get(self, what: tuple, empty: Any) -> Any:
-        if what not in self._cache:
-            name, *args = what
-            per_key = getattr(self._groups, name)(*args)
-            lookup: dict[Any, Any] = {}
-            for k, v in per_key.items():
-                lookup.setdefault(k, v)
-            for k, v in per_key.items():
-                lookup.setdefault(str(k), v)
-            self._cache[what] = lookup
-        lookup = self._cache[what]
+    @staticmethod
+    def _lookup(per_key: dict) -> dict:
+        """Keys as returned, then as text (public keys are matched as given, then as text)."""
+        lookup = dict(per_key)
+        for k, v in per_key.items():
+            lookup.setdefault(str(k), v)
+        return lookup
+
+    def _hit(self, lookup: dict, empty: Any) -> Any:
         hit = lookup.get(self._key)
         if hit is None:
             hit = lookup.get(str(self._key))
         return empty if hit is None else hit
+
+    def _get(self, what: tuple, empty: Any) -> Any:
+        if what not in self._cache:
+            name, *args = what
+            self._cache[what] = self._lookup(getattr(self._groups, name)(*args))
+        return self._hit(self._cache[what], empty)
 
     def count(self, column: Any = None, *, missing: Any = "drop") -> int:
         return self._get(("count",), 0)
@@ -553,8 +557,11 @@ class _OneGroup:
         return self._get(("count_and_sum", float(lower), float(upper), bool(shift)), (0, 0))
 
     def histogram(self, column: Any, edges: Any, *, missing: Any = "drop") -> np.ndarray:
-        e = tuple(float(x) for x in np.asarray(edges, dtype=np.float64))
-        return self._get(("histogram", e), np.zeros(len(e) - 1, dtype=np.int64))
+        e = np.asarray(edges, dtype=np.float64)
+        what = ("histogram", e.tobytes())
+        if what not in self._cache:
+            self._cache[what] = self._lookup(self._groups.histogram(e))
+        return self._hit(self._cache[what], np.zeros(e.size - 1, dtype=np.int64))
 
 
 # -- contribution bounding ------------------------------------------------------------------

@@ -182,22 +182,32 @@ class SQLGroups:
         p: list = []
         src = self._clamped(float(e[0]), float(e[-1]), p)
         interior = e[1:-1]
-        out: dict[Any, np.ndarray] = {}
+        cells: dict[Any, tuple[list[int], list[int]]] = {}
 
         def add(key: Any, cell: int, c: int) -> None:
-            out.setdefault(key, np.zeros(m, dtype=np.int64))[cell] += c
+            got = cells.get(key)
+            if got is None:
+                got = cells[key] = ([], [])
+            got[0].append(cell)
+            got[1].append(c)
+
+        def done() -> dict[Any, np.ndarray]:
+            return {key: np.bincount(np.asarray(b, dtype=np.int64),
+                                     weights=np.asarray(c, dtype=np.float64),
+                                     minlength=m).astype(np.int64)
+                    for key, (b, c) in cells.items()}
 
         if interior.size == 0:
             for key, c in self._pairs(f"SELECT k, COUNT(*) FROM {src} GROUP BY k", p):
                 add(key, 0, int(c))
-            return out
+            return done()
         if self.engine.bucket_sql is not None:
             cell = self.engine.bucket_sql("x", interior, p)
             sql = (f"SELECT k, b, COUNT(*) FROM (SELECT k, {cell} AS b FROM {src}) AS h "
                    "GROUP BY k, b")
             for key, b, c in self._pairs(sql, p):
                 add(key, int(b), int(c))
-            return out
+            return done()
         if d.name == "duckdb" and not d.bind:
             # DuckDB: each row's cell is the index of the greatest interior edge ≤ x (an
             # ASOF join on the edges bound as a list) — the count of edges ≤ x, as
@@ -208,7 +218,7 @@ class SQLGroups:
                    f"ASOF LEFT JOIN {edges_t} ON c.x >= e.edge GROUP BY c.k, b")
             for key, b, c in self._pairs(sql, p):
                 add(key, int(b), int(c))
-            return out
+            return done()
         e0, em = float(e[0]), float(e[-1])
         c_scale = 8 * (interior.size + 1) / (em - e0)
         lab_e = ([math.floor((float(v) - e0) * c_scale) for v in interior]
@@ -228,7 +238,7 @@ class SQLGroups:
                 add(key, base, int(cnt) - int(above or 0))
                 if int(above or 0):
                     add(key, base + 1, int(above))
-            return out
+            return done()
         depth = max(1, math.ceil(math.log2(interior.size + 1)))
         padded = [d.lit(v, p) for v in interior] + [d.inf] * (2**depth - 1 - interior.size)
         arr = d.array.format(items=", ".join(padded))
@@ -240,4 +250,4 @@ class SQLGroups:
                      f"FROM {layer}) AS l{t + 1}")
         for key, b, c in self._pairs(f"SELECT k, b, COUNT(*) FROM {layer} GROUP BY k, b", p):
             add(key, int(b), int(c))
-        return out
+        return done()
