@@ -33,12 +33,14 @@ SUMS = [(-2.0, 2.0, False), (-1e300, 1e300, False), (0.1, 0.3, True), (-1e-310, 
 HISTS = [EDGES[0], EDGES[1], EDGES[3], [0.0, 1e-9, 2e-9, 1.0]]
 
 
-def _probe(groups) -> dict:
+def _probe(groups, light: bool = False) -> dict:
+    """Every grouped primitive; ``light``: one of each path (Spark: each is a job)."""
     out: dict = {"rows": groups.rows(), "count": groups.count(), "missing": groups.missing()}
-    for lo, hi, shift in SUMS:
+    for lo, hi, shift in SUMS[1:3] if light else SUMS:
         out[("sum", lo, hi, shift)] = groups.count_and_sum(lo, hi, shift)
     for i, e in enumerate(HISTS):
-        out[("hist", i)] = {k: v.tolist() for k, v in groups.histogram(e).items()}
+        if not light or i in (1, 3):
+            out[("hist", i)] = {k: v.tolist() for k, v in groups.histogram(e).items()}
     return out
 
 
@@ -104,7 +106,8 @@ def test_postgresql_groups_are_bit_identical(postgres_url, expected):
 
 def test_spark_groups_are_bit_identical(spark, expected):
     df = spark.createDataFrame(ROWS, "k string, v double")
-    assert _probe(open_groups(df, "k", "v", kind="spark")) == expected
+    got = _probe(open_groups(df, "k", "v", kind="spark"), light=True)
+    assert got == {k: v for k, v in expected.items() if k in got}
 
 
 # -- records: every backend, and one single release per group ------------------------------
