@@ -246,3 +246,16 @@ def test_file_requests_the_aggregates_do_not_serve_read_the_file(tmp_path):
     r = group_release(f, "g", "v", "max", epsilon=1.0, keys=["a", "b"], bounds=(0.0, 4.0),
                       rng=simulation(0))
     assert r.parameters["mechanisms"]["max"] != "candidate_quantile" and len(r.keys) == 2
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_small_tables_in_the_engine_answer_every_public_key(tmp_path, n):
+    path = _sqlite(tmp_path, [("a", 100.0), ("b", 0.0)][:n])
+    r = group_release(path, "k", "v", "median,mean,count,sum", epsilon=1.0,
+                      keys=["a", "b", "empty"], bounds=(0.0, 100.0), rng=simulation(0),
+                      where={"table": "t"})
+    for label, vals in r.values.items():
+        assert len(vals) == 3 and all(np.isfinite(v) for v in vals), label
+    sel = group_release(path, "k", "v", "count", epsilon=1.0, delta=1e-6, rng=simulation(0),
+                        where={"table": "t"})
+    assert sel.keys == []  # one row per key is far below the threshold (≈ 14)
