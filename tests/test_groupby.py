@@ -192,6 +192,42 @@ def test_neighbouring_tables_differ_only_in_values_and_selected_keys(keys):
         assert word not in text
 
 
+@pytest.mark.parametrize("rel", ["add_remove", "substitution"])
+def test_selection_law_on_neighbouring_tables_is_bounded_by_epsilon_and_delta(rel):
+    # The exact law of which keys pass, from the grouped counts the release path reads
+    # (MemoryGroups.rows, the numpy reference every engine equals), on a table and each
+    # of its neighbours: per key, P(kept) moves by at most a factor e^(ε_s/Δ); a key
+    # held in one table only passes with probability ≤ δ_s/c, and all such keys
+    # together ≤ δ_s.
+    from instancedp.backends.grouped import MemoryGroups
+
+    df = _table()
+    eps, delta = 1.0, 1e-3
+    p = plan("count", epsilon=eps, delta=delta, neighbours=rel)
+    sel = p["selection"]
+
+    def law(t):
+        counts = MemoryGroups(t["state"].to_numpy(object), t["income"].to_numpy()).rows()
+        return {k: selection_keep_probability(c, sel["epsilon"], sel["delta"],
+                                              sel["sensitivity"], 1) for k, c in counts.items()}
+
+    base = law(df)
+    neighbours = [t for t in _neighbours(df) if rel == "add_remove" or len(t) == len(df)]
+    assert neighbours
+    for other in neighbours:
+        nb = law(other)
+        only = 0.0
+        for key in set(base) | set(nb):
+            a, b = base.get(key, 0.0), nb.get(key, 0.0)
+            if key in base and key in nb:
+                bound = math.exp(sel["epsilon"] / sel["sensitivity"]) * (1 + 1e-12)
+                assert a <= bound * b and b <= bound * a, key
+            else:
+                only += max(a, b)
+                assert max(a, b) <= sel["delta"] * (1 + 1e-12)
+        assert only <= sel["delta"] * (1 + 1e-12)
+
+
 def test_one_row_key_appears_with_probability_at_most_delta():
     # The whole release path: a table where key "solo" is held by one row.
     df = pd.DataFrame({"k": ["big"] * 200 + ["solo"], "v": np.r_[np.full(200, 5.0), [9.0]]})
@@ -260,29 +296,7 @@ def test_max_groups_needs_an_id_column():
     assert e.value.parameter == "max_groups"
 
 
-# -- files through DuckDB and output frames ------------------------------------------------------
-def test_csv_file_through_duckdb_equals_in_memory_with_keys_as_text(tmp_path):
-    f = tmp_path / "t.csv"
-    f.write_text("zip,income\n01,10\n01,20\n02,30\n1,40\n02,NA\n")
-    r = group_release(f, "zip", "income", "median,count", epsilon=1.0, keys=["01", "02", "1"],
-                      bounds=BOUNDS, rng=simulation(2))
-    df = pd.DataFrame({"zip": ["01", "01", "02", "1", "02"],
-                       "income": [10, 20, 30, 40, np.nan]})
-    m = group_release(df, "zip", "income", "median,count", epsilon=1.0,
-                      keys=["01", "02", "1"], bounds=BOUNDS, rng=simulation(2))
-    assert r.values == m.values  # "01" and "1" stay distinct groups (declared text)
-
-
-def test_duckdb_groups_match_numpy(tmp_path):
-    from instancedp.groupby import duckdb_groups
-
-    f = tmp_path / "t.csv"
-    f.write_text("g,v\na,3\nb,1\na,1\nb,x\na,2\n,7\n")
-    counts, lists, missing = duckdb_groups(f, "g", "v")
-    assert counts == {"a": 3, "b": 2} and missing == 1  # the key-less row forms no group
-    assert lists["a"].tolist() == [1.0, 2.0, 3.0] and lists["b"].tolist() == [1.0]
-
-
+# -- files (engine equality: test_groupby_backends.py) and output frames --------------
 def test_file_with_id_column_bounds_contributions(tmp_path):
     f = tmp_path / "t.csv"
     f.write_text("who,g,v\np,a,1\np,b,2\np,c,3\nq,a,4\nq,a,5\n")

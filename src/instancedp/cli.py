@@ -423,6 +423,16 @@ def release(
     ] = None,
     max_groups: Annotated[int, typer.Option(help="With --id-column: groups per person.")] = 1,
     csv_out: Annotated[bool, typer.Option("--csv", help="With --by: print CSV rows.")] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", help="With --by: also write the groups to FILE.csv "
+                     "(CSV) or FILE.jsonl (JSON lines)."),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="With --by: a bar/point plot of the groups to FILE.png "
+                     "(error bars where the releases carry intervals)."),
+    ] = None,
     table: Annotated[
         str | None,
         typer.Option(help="Table of the SQLite file or PostgreSQL URL given as FILE."),
@@ -464,9 +474,13 @@ def release(
             zcdp_delta=zcdp_delta, dataset_id=dataset_id, json_out=json_out, csv_out=csv_out,
             seed=seed, analyst=analyst, neighbours=_relation(neighbours), sql=sql,
             other=dict(quantile=quantile, trim=trim, noise=noise, gamma=gamma,
-                       ptr_bound=ptr_bound),
+                       ptr_bound=ptr_bound, resolution=resolution),
+            output=output, plot=plot, table=table, spark_table=spark_table,
         )
         return
+    for flag, path in (("--output", output), ("--plot", plot)):
+        if path is not None:
+            raise CLIError(f"{flag} applies to group-by releases: pass --by COLUMN")
     for flag, val in (("--keys", keys), ("--split", split), ("--id-column", id_column)):
         if val is not None:
             raise CLIError(f"{flag} applies to group-by releases: pass --by COLUMN")
@@ -547,9 +561,14 @@ def _release_groups(
     ledger: Path | None, budget: Any, zcdp_delta: float | None, dataset_id: str,
     json_out: bool, csv_out: bool, seed: int | None, analyst: bool,
     neighbours: str | None, sql: str | None, other: dict[str, Any],
+    output: Path | None = None, plot: Path | None = None, table: str | None = None,
+    spark_table: str | None = None,
 ) -> None:
-    """``instancedp release FILE --by COL``: one charged release, a table per group."""
-    import csv
+    """``instancedp release FILE --by COL``: one charged release, a table per group.
+
+    Output: a rich table (terminal), ``--json`` JSON lines (one object per
+    group × statistic, then the guarantee), ``--csv`` CSV on stdout,
+    ``--output FILE.csv|FILE.jsonl`` and ``--plot FILE.png``."""
     import sys
 
     from .groupby import plan
@@ -559,11 +578,18 @@ def _release_groups(
         if val is not None:
             raise CLIError(f"--{name.replace('_', '-')} does not apply with --by")
     if sql is not None:
-        raise CLIError("--sql does not apply with --by: pass the FILE")
+        raise CLIError("--sql does not apply with --by: pass the FILE (or --table)")
+    where = _where(None if file is None else str(file), table, spark_table, None)
+    if spark_table is not None:
+        file = spark_table
     if file is None:
         raise CLIError("no data: pass a FILE")
     if json_out and csv_out:
         raise CLIError("--json and --csv exclude each other")
+    if output is not None and output.suffix.lower() not in (".csv", ".jsonl", ".json"):
+        raise CLIError(f"--output {output}: name a .csv or .jsonl file")
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise CLIError(f"--plot {plot}: name a .png file")
     key_list = None if keys is None else _read_keys(keys, by)
     try:
         fractions = None if split is None else [float(x) for x in split.split(",")]
@@ -580,7 +606,7 @@ def _release_groups(
         None if analyst else (budget if (budget is not None or ledger is not None)
                               else p["guarantee"]),
         ledger=ledger, dataset_id=dataset_id, analyst=analyst,
-        **({"neighbours": neighbours} if neighbours is not None else {}),
+        **({"neighbours": neighbours} if neighbours is not None else {}), **where,
     )
     with session:
         with _spinner("charging the ledger and computing the release"):
@@ -593,29 +619,39 @@ def _release_groups(
         remaining = session.remaining if ledger is not None else None
     if not rel.secure:
         _warn_seeded()
+    left = {"remaining": remaining.as_dict() if remaining is not None else None}
+    if output is not None:
+        if output.suffix.lower() == ".csv":
+            rel.write_csv(output)
+        else:
+            output.write_text("\n".join(rel.json_lines(left)) + "\n", encoding="utf-8")
+    if plot is not None:
+        rel.plot(plot, title=f"{', '.join(rel.values)} of {column} by {by}")
+    for path in (output, plot):
+        if path is not None:
+            print(f"wrote {path}", file=sys.stderr)
     if json_out:
-        out = rel.to_dict()
-        out["remaining"] = remaining.as_dict() if remaining is not None else None
-        print(json.dumps(out, indent=2, default=str))
+        print("\n".join(rel.json_lines(left)))
         return
     stats = list(rel.values)
     if csv_out:
-        w = csv.writer(sys.stdout, lineterminator="\n")
-        w.writerow([by, *stats])
-        for row in rel.rows():
-            w.writerow([row[by], *(row[s] for s in stats)])
+        rel.write_csv(sys.stdout)
         print(f"guarantee {rel.guarantee.describe()}", file=sys.stderr)
         return
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{', '.join(stats)} of {column} by {by}")
+    grid = Table(title=f"{', '.join(stats)} of {column} by {by}")
     for name in (by, *stats):
-        table.add_column(str(name), justify="left" if name == by else "right")
+        grid.add_column(str(name), justify="left" if name == by else "right")
     for row in rel.rows():
-        table.add_row(str(row[by]), *(_fmt_value(row[s]) for s in stats))
+        grid.add_row(str(row[by]), *(
+            _fmt_value(row[s]) + (f"  [{_fmt_value(row[s + '_ci'][0])}, "
+                                  f"{_fmt_value(row[s + '_ci'][1])}]"
+                                  if row.get(s + "_ci") else "")
+            for s in stats))
     console = Console(width=100 if not sys.stdout.isatty() else None)
-    console.print(table)
+    console.print(grid)
     console.print(f"guarantee   {rel.guarantee.describe()}  (one charge for all groups)")
     console.print(f"keys        {rel.parameters['keys']}; {rel.parameters['contributions']}")
     if remaining is not None:

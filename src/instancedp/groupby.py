@@ -187,6 +187,8 @@ class GroupRelease:
     parameters: Mapping[str, Any]
     secure: bool = True
     frame: str | None = field(default=None, repr=False)
+    #: per statistic, each group's interval (lo, hi) where its release carries ``ci``
+    intervals: Mapping[str, list[Any]] | None = field(default=None, repr=False)
 
     @property
     def refused(self) -> bool:
@@ -194,14 +196,107 @@ class GroupRelease:
 
     @property
     def value(self) -> dict[str, list[Any]]:
-        return {self.by: list(self.keys), **{k: list(v) for k, v in self.values.items()}}
+        """Columns: the key, each statistic, and ``STAT_ci_lower``/``STAT_ci_upper``
+        where the statistic's releases carry intervals."""
+        out = {self.by: [_plain(k) for k in self.keys]}
+        for s, vals in self.values.items():
+            out[s] = [_plain(v) for v in vals]
+            ci = (self.intervals or {}).get(s)
+            if ci is not None:
+                out[f"{s}_ci_lower"] = [None if c is None else c[0] for c in ci]
+                out[f"{s}_ci_upper"] = [None if c is None else c[1] for c in ci]
+        return out
 
     def rows(self) -> list[dict[str, Any]]:
-        """One dict per group: the key, then each statistic."""
-        return [
-            {self.by: key, **{s: vals[i] for s, vals in self.values.items()}}
-            for i, key in enumerate(self.keys)
-        ]
+        """One dict per group: the key, then each statistic (and ``STAT_ci`` = [lo, hi]
+        where the statistic's releases carry an interval)."""
+        out = []
+        for i, key in enumerate(self.keys):
+            row = {self.by: _plain(key)}
+            for s, vals in self.values.items():
+                row[s] = _plain(vals[i])
+                ci = (self.intervals or {}).get(s)
+                if ci is not None:
+                    row[f"{s}_ci"] = None if ci[i] is None else [_plain(x) for x in ci[i]]
+            out.append(row)
+        return out
+
+    def json_lines(self, extra: Mapping[str, Any] | None = None) -> list[str]:
+        """JSON lines: one object per group × statistic (key, statistic, value, ci where
+        the release has one), then one object with the guarantee and the parameters."""
+        import json
+
+        lines = []
+        for i, key in enumerate(self.keys):
+            for s, vals in self.values.items():
+                obj: dict[str, Any] = {self.by: _plain(key), "statistic": s,
+                                       "value": _plain(vals[i])}
+                ci = (self.intervals or {}).get(s)
+                if ci is not None and ci[i] is not None:
+                    obj["ci"] = [_plain(x) for x in ci[i]]
+                lines.append(json.dumps(obj, default=str))
+        tail = {k: v for k, v in self.to_dict().items() if k != "value"}
+        tail["groups"] = len(self.keys)
+        tail.update(extra or {})
+        lines.append(json.dumps(tail, default=str))
+        return lines
+
+    def write_csv(self, out: Any) -> None:
+        """CSV to a path or a text stream: a header (the key, then each statistic and
+        its interval columns), then one row per group."""
+        import csv
+
+        rows = self.rows()
+        header = list(rows[0]) if rows else [self.by, *self.values]
+        fh = open(out, "w", newline="", encoding="utf-8") if isinstance(out, (str, Path)) \
+            else out
+        try:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(header)
+            for row in rows:
+                w.writerow(["" if row[c] is None else
+                            (";".join(map(str, row[c])) if isinstance(row[c], list) else row[c])
+                            for c in header])
+        finally:
+            if fh is not out:
+                fh.close()
+
+    def plot(self, path: str | Path, *, title: str | None = None) -> None:
+        """A PNG: one panel per statistic, a bar per group (points beyond 40 groups),
+        error bars where the releases carry intervals."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        stats = list(self.values)
+        labels = [str(k) for k in self.keys]
+        x = np.arange(len(labels))
+        fig, axes = plt.subplots(len(stats), 1, squeeze=False,
+                                 figsize=(max(6.0, min(16.0, 0.3 * len(labels) + 3)),
+                                          2.6 * len(stats) + 0.6))
+        for ax, s in zip(axes[:, 0], stats, strict=True):
+            y = np.array([np.nan if v is None else float(v) for v in self.values[s]])
+            ci = (self.intervals or {}).get(s)
+            yerr = None
+            if ci is not None:
+                lo = np.array([np.nan if c is None else float(c[0]) for c in ci])
+                hi = np.array([np.nan if c is None else float(c[1]) for c in ci])
+                yerr = np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)])
+            if len(labels) <= 40:
+                ax.bar(x, y, yerr=yerr, capsize=3, color="#4C72B0")
+                ax.set_xticks(x, labels, rotation=45 if len(labels) > 8 else 0,
+                              ha="right" if len(labels) > 8 else "center", fontsize=8)
+            else:
+                ax.errorbar(x, y, yerr=yerr, fmt="o", ms=2, lw=0.6, color="#4C72B0")
+                ax.set_xlabel(f"{self.by} ({len(labels)} groups, in key order)")
+            ax.set_ylabel(s)
+            ax.grid(axis="y", alpha=0.3)
+        fig.suptitle(title or f"{', '.join(stats)} by {self.by} — {self.guarantee.describe()}"
+                     + ("" if self.secure else " (seeded simulation)"), fontsize=10)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -233,6 +328,31 @@ class GroupRelease:
             f"GroupRelease(by={self.by!r}, groups={len(self.keys)}, statistics="
             f"{list(self.values)}, guarantee={self.guarantee.describe()}{secure})"
         )
+
+
+def _plain(v: Any) -> Any:
+    """numpy scalars as Python numbers (JSON, CSV)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _interval(release: Any) -> tuple[float, float] | None:
+    """A release's interval, where it carries one (``ci``: a pair, or an object with
+    lower/upper)."""
+    ci = getattr(release, "ci", None)
+    if ci is None:
+        return None
+    if callable(ci):
+        ci = ci()
+    if ci is None:
+        return None
+    for lo_name, hi_name in (("lower", "upper"), ("low", "high"), ("lo", "hi")):
+        if hasattr(ci, lo_name) and hasattr(ci, hi_name):
+            return float(getattr(ci, lo_name)), float(getattr(ci, hi_name))
+    try:
+        lo, hi = ci
+        return float(lo), float(hi)
+    except (TypeError, ValueError):
+        return None
 
 
 # -- reading the grouped column -----------------------------------------------------------
@@ -319,9 +439,8 @@ def _value_sql(path: Path, column: str) -> str:
     return f"TRY_CAST({q} AS DOUBLE)"
 
 
-def _columns_from_file(path: Path, by: str, column: str | None,
-                       person: str | None) -> tuple[np.ndarray, np.ndarray | None, Any]:
-    """Read the three columns through DuckDB.
+def _file_select(path: Path, by: str, column: str | None, person: str | None) -> str:
+    """SELECT k (the key as text), v (the value as DOUBLE), p (the person as text).
 
     Inferred CSV types are a function of the rows, so the key and id columns
     are read as text and the value column cast to DOUBLE (text that is not a
@@ -339,9 +458,17 @@ def _columns_from_file(path: Path, by: str, column: str | None,
         cols.append(f"{_value_sql(path, column)} AS v")
     if person is not None:
         cols.append(f"CAST({q(person)} AS VARCHAR) AS p")
+    return f"SELECT {', '.join(cols)} FROM {rel}"
+
+
+def _columns_from_file(path: Path, by: str, column: str | None,
+                       person: str | None) -> tuple[np.ndarray, np.ndarray | None, Any]:
+    """Read the three columns through DuckDB (:func:`_file_select`) into memory."""
+    from . import io as _io
+
     con = _io._connect()
     try:
-        table = _io._run_sql(con, f"SELECT {', '.join(cols)} FROM {rel}", what=str(path))
+        table = _io._run_sql(con, _file_select(path, by, column, person), what=str(path))
     finally:
         con.close()
     keys = np.asarray(table.column("k").to_pylist(), dtype=object)
@@ -354,46 +481,87 @@ def _columns_from_file(path: Path, by: str, column: str | None,
     return keys, values, ids
 
 
-def duckdb_groups(path: str | Path, by: str,
-                  column: str | None) -> tuple[dict[str, int], dict[str, np.ndarray], int]:
-    """GROUP BY in DuckDB: per key its row count and sorted finite values, plus
-    the number of rows whose value is missing.
+#: file suffixes whose group-by aggregates DuckDB computes in the engine
+_ENGINE_FILES = (".parquet", ".pq", ".csv", ".tsv")
 
-    Only one row per group comes back (the group's values, which an
-    order-statistic mechanism needs); keys and values are read under the
-    public policy of :func:`_columns_from_file` (keys as text)."""
-    from . import io as _io
 
-    path = Path(path)
-    rel = _io._file_relation(path)
-    q = _io._quote_ident
-    if _io._reader(path) == "read_csv_auto":
-        declared = [c for c in (by, column) if c is not None]
-        types = ", ".join(f"{_io._sql_literal(c)}: 'VARCHAR'" for c in declared)
-        rel = rel[:-1] + f", types={{{types}}})"
-    v = "0.0" if column is None else _value_sql(path, column)
-    ok = "v IS NOT NULL AND isfinite(v)"
-    sql = (
-        f"SELECT k, count(*) AS n, list(v ORDER BY v) FILTER (WHERE {ok}) AS vs, "
-        f"count(*) FILTER (WHERE NOT ({ok}) OR v IS NULL) AS missing FROM "
-        f"(SELECT CAST({q(by)} AS VARCHAR) AS k, {v} AS v FROM {rel}) GROUP BY k"
-    )
-    con = _io._connect()
-    try:
-        table = _io._run_sql(con, sql, what=str(path))
-    finally:
-        con.close()
-    counts: dict[str, int] = {}
-    lists: dict[str, np.ndarray] = {}
-    missing = 0
-    for k, n, vs, miss in zip(*(table.column(c).to_pylist() for c in ("k", "n", "vs", "missing")),
-                              strict=True):
-        missing += int(miss)
-        if k is None:
-            continue
-        counts[k] = int(n)
-        lists[k] = np.asarray(vs or [], dtype=np.float64)
-    return counts, lists, missing
+def open_groups(data: Any, by: str, column: str | None, *, kind: str,
+                where: Mapping[str, Any] | None = None) -> Any:
+    """The grouped primitives (:mod:`instancedp.backends.grouped`) where the data live.
+
+    Files: DuckDB over :func:`_file_select` (keys as text); SQLite,
+    PostgreSQL and Spark: their engine over the named table; an opened
+    :class:`~instancedp.backends.Source`: its engine (numpy: in memory).
+    Reads the schema only."""
+    from .backends import open_source
+    from .backends.grouped import MemoryGroups, SQLGroups
+    from .backends.sql import SQLEngine
+
+    if kind == "file":
+        from .backends.duckdb import connect
+
+        path = Path(data)
+        engine = connect(path, sql=_file_select(path, by, column, None))
+        return SQLGroups(engine, '"k"', None if column is None else '"v"')
+    if kind == "source":
+        src = data
+    else:
+        w = dict(where or {})
+        src = open_source(data, table=w.get("table"), sql=w.get("sql"), spark=w.get("spark"))
+    engine = src.engine
+    names = list(src.columns)
+    for name, what in ((by, "by"), (column, "column")):
+        if name is not None and name not in names:
+            raise ParameterError(
+                f"{what}={name!r} is not a column; the columns are {', '.join(map(str, names))}",
+                parameter=what, allowed=", ".join(map(str, names)),
+            )
+    if isinstance(engine, SQLEngine):
+        return SQLGroups(engine, engine._col(by), None if column is None else engine._col(column))
+    return MemoryGroups(engine._get(by), None if column is None else engine._get(column))
+
+
+class _OneGroup:
+    """One key's aggregates, in the shape of a :class:`~instancedp.backends.Source`, so that
+    :func:`instancedp.sources.release_from_source` releases a group exactly as it releases
+    a whole table.  Each grouped aggregate is computed once (one engine query) and shared."""
+
+    def __init__(self, groups: Any, cache: dict, key: Any) -> None:
+        self._groups, self._cache, self._key = groups, cache, key
+
+    @staticmethod
+    def _lookup(per_key: dict) -> dict:
+        """Keys as returned, then as text (public keys are matched as given, then as text)."""
+        lookup = dict(per_key)
+        for k, v in per_key.items():
+            lookup.setdefault(str(k), v)
+        return lookup
+
+    def _hit(self, lookup: dict, empty: Any) -> Any:
+        hit = lookup.get(self._key)
+        if hit is None:
+            hit = lookup.get(str(self._key))
+        return empty if hit is None else hit
+
+    def _get(self, what: tuple, empty: Any) -> Any:
+        if what not in self._cache:
+            name, *args = what
+            self._cache[what] = self._lookup(getattr(self._groups, name)(*args))
+        return self._hit(self._cache[what], empty)
+
+    def count(self, column: Any = None, *, missing: Any = "drop") -> int:
+        return self._get(("count",), 0)
+
+    def count_and_sum(self, column: Any, lower: float, upper: float, *, shift: bool = False,
+                      missing: Any = "drop") -> tuple[int, int]:
+        return self._get(("count_and_sum", float(lower), float(upper), bool(shift)), (0, 0))
+
+    def histogram(self, column: Any, edges: Any, *, missing: Any = "drop") -> np.ndarray:
+        e = np.asarray(edges, dtype=np.float64)
+        what = ("histogram", e.tobytes())
+        if what not in self._cache:
+            self._cache[what] = self._lookup(self._groups.histogram(e))
+        return self._hit(self._cache[what], np.zeros(e.size - 1, dtype=np.int64))
 
 
 # -- contribution bounding ------------------------------------------------------------------
@@ -452,12 +620,18 @@ def plan(
     bounds: tuple[float, float] | None = None,
     mechanism: str | None = None,
     selection_delta: float | None = None,
+    aggregates: bool = False,
 ) -> dict[str, Any]:
     """Everything decided from public parameters: mechanisms, ε split, guarantee.
 
-    Raises :class:`ParameterError` before any row is read."""
+    ``aggregates``: per-group mechanisms that read a backend's aggregates
+    (:func:`instancedp.sources.out_of_core_mechanism`: the exponential
+    mechanism on public candidates for quantiles, noisy sum ÷ noisy count
+    for the mean, Laplace for counts and sums) instead of the in-memory
+    defaults.  Raises :class:`ParameterError` before any row is read."""
     from . import _validate
     from .recipes import build_mechanism, relation_for
+    from .sources import out_of_core_mechanism
 
     rel = relation_for(neighbours)
     if rel == "edge":
@@ -504,8 +678,9 @@ def plan(
         opts: dict[str, Any] = {"bounds": bounds} if stat != "count" else {}
         if q is not None:
             opts["quantile"] = q
-        m = build_mechanism(stat, eps_g, stat_delta, mechanism=mechanism
-                            if stat != "count" else None, neighbours="add_remove", **opts)
+        build = out_of_core_mechanism if aggregates else build_mechanism
+        m = build(stat, eps_g, stat_delta, mechanism=mechanism
+                  if stat != "count" else None, neighbours="add_remove", **opts)
         mechs.append((label, m))
     parts = [_scaled(m.guarantee, factor) for _, m in mechs]
     sel = None
@@ -586,10 +761,65 @@ def run_groups(p: dict[str, Any], group_data: Sequence[np.ndarray], source: Any)
 
     out: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
     policies = {label: analyst_policy(m) for label, m in p["statistics"]}
+    cis: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
     for data in group_data:
         for label, m in p["statistics"]:
-            out[label].append(m.release(apply_policy(data, policies[label]), rng=source).value)
-    return {"values": out, "policies": policies}
+            r = m.release(apply_policy(data, policies[label]), rng=source)
+            out[label].append(r.value)
+            cis[label].append(_interval(r))
+    return {"values": out, "policies": policies, "intervals": _some(cis)}
+
+
+def _some(cis: dict[str, list[Any]]) -> dict[str, list[Any]] | None:
+    """Only the statistics whose releases carry intervals (None when none does)."""
+    kept = {k: v for k, v in cis.items() if any(c is not None for c in v)}
+    return kept or None
+
+
+#: the public input policy of the aggregate path: NULL/NaN dropped, every other value
+#: (±inf included) clamped to the bounds — row-by-row maps, so neighbours stay neighbours
+AGGREGATE_POLICY = {"missing": "drop", "out_of_range": "clamp", "infinite": "clamp",
+                    "added_public_row": None}
+
+
+def aggregate_path(kind: str, data: Any, statistic: str | Sequence[str], *,
+                   bounds: Any, mechanism: str | None) -> bool:
+    """Whether the groups are computed from engine aggregates (public facts only).
+
+    Databases, Spark and opened sources: always (a request the aggregates do
+    not serve is refused by :func:`instancedp.sources.out_of_core_mechanism`).
+    Parquet/CSV files: when every statistic is one the aggregates serve (count,
+    sum, mean, median, pNN) with the default mechanisms and bounds given;
+    otherwise the file is read into memory (as a single release does).
+    In-memory tables: never (their mechanisms read each group's rows)."""
+    if kind in ("sqlite", "postgresql", "spark", "source"):
+        return True
+    if kind != "file" or not str(data).lower().endswith(_ENGINE_FILES):
+        return False
+    stats = {s for _, s, _ in parse_statistics(statistic)}
+    served = {"count", "sum", "mean", "median", "quantile"}
+    return stats <= served and mechanism is None and (bounds is not None or stats == {"count"})
+
+
+def run_aggregates(p: dict[str, Any], groups: Any, keys: Sequence[Any], source: Any) -> dict:
+    """Each statistic's aggregate mechanism on each key's grouped aggregates.
+
+    Keys in the order given, statistics in the order asked, one shared
+    source: the draws of one :func:`~instancedp.sources.release_from_source`
+    per group and statistic, in that order."""
+    from .sources import release_from_source
+
+    cache: dict = {}
+    out: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
+    cis: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
+    for key in keys:
+        one = _OneGroup(groups, cache, key)
+        for label, m in p["statistics"]:
+            r = release_from_source(m, one, None, source)
+            out[label].append(r.value)
+            cis[label].append(_interval(r))
+    return {"values": out, "intervals": _some(cis),
+            "policies": {label: dict(AGGREGATE_POLICY) for label, _ in p["statistics"]}}
 
 
 def group_release(
@@ -610,6 +840,7 @@ def group_release(
     drop_missing: bool = True,
     rng: Any = None,
     charge: Any = None,
+    where: Mapping[str, Any] | None = None,
 ) -> GroupRelease:
     """Release ``statistic`` of ``column`` for every group of ``by``.
 
@@ -618,8 +849,16 @@ def group_release(
     (the Session passes its ledger's charge).  See the module docstring for
     keys, contributions and cost.  ``drop_missing=False`` (owner mode) refuses
     missing values before the charge instead of dropping them.
+
+    Where the groups are computed (public: the kind of input and the request,
+    :func:`aggregate_path`): in-memory tables use the in-memory mechanisms on
+    each group's rows; files, SQLite, PostgreSQL, Spark and opened
+    :class:`~instancedp.backends.Source` objects compute per-group aggregates
+    in the engine (:mod:`instancedp.backends.grouped`).  ``where`` holds the
+    database's ``table``/``sql`` or Spark's ``spark`` session.
     """
     from .random import resolve
+    from .sources import input_kind
 
     source = resolve(rng)
     if not isinstance(by, str) or not by:
@@ -627,27 +866,38 @@ def group_release(
     if max_groups != 1 and id_column is None:
         raise ParameterError("max_groups bounds each person's groups: it needs id_column= (the "
                              "person column)", parameter="max_groups")
+    where = dict(where or {})
+    kind = input_kind(data, table=where.get("table"), spark=where.get("spark"))
+    agg = aggregate_path(kind, data, statistic, bounds=bounds, mechanism=mechanism)
+    if agg and id_column is not None and kind != "file":
+        raise ParameterError(
+            "id_column= (per-person contribution bounds) is not available on a database or "
+            "Spark: bound each person's rows in the table, or read it into memory",
+            parameter="id_column",
+        )
     p = plan(statistic, epsilon=epsilon, delta=delta, keys=keys, split=split,
-             neighbours=neighbours, max_groups=max_groups, bounds=bounds, mechanism=mechanism)
+             neighbours=neighbours, max_groups=max_groups, bounds=bounds, mechanism=mechanism,
+             aggregates=agg)
     needs_values = any(s != "count" for s, _ in p["statistics"])
     if needs_values and column is None:
         raise ParameterError("statistics other than count need column=", parameter="column")
     if keys is not None:
         keys = list(keys)
         _key_index(keys)
+
     def read() -> tuple[np.ndarray, np.ndarray | None, Any]:
         if isinstance(data, (str, Path)):
             return _columns_from_file(Path(data), by, column, id_column)
         return _columns_in_memory(data, by, column, id_column)
 
-    in_sql = isinstance(data, (str, Path)) and id_column is None  # GROUP BY in DuckDB
-    if isinstance(data, (str, Path)):
+    if kind == "file":
         _check_file_schema(Path(data), by, column, id_column)
-    columns = grouped = None
+    columns = groups = None
+    if agg and id_column is None:
+        groups = open_groups(data, by, column, kind=kind, where=where)  # the schema only
     if not drop_missing:  # owner mode: refuse missing values before the charge
-        if in_sql:
-            grouped = duckdb_groups(Path(data), by, column)
-            bad = grouped[2] > 0
+        if groups is not None:
+            bad = groups.missing() > 0
         else:
             columns = read()
             bad = columns[1] is not None and not np.isfinite(columns[1]).all()
@@ -674,28 +924,28 @@ def group_release(
     }
     done = charge(p["guarantee"], "group-by", params) if charge is not None else None
     try:
-        if in_sql:
-            counts, lists, _ = grouped if grouped is not None else duckdb_groups(
-                Path(data), by, column)
-        else:
+        if groups is None:
             kcol, vcol, ids = columns if columns is not None else read()
             if ids is not None:
                 kept = bound_contributions(kcol, vcol, ids, max_groups)
                 kcol = kcol[kept]
                 vcol = None if vcol is None else vcol[kept]
-            counts = key_counts(kcol) if keys is None else {}
+            if agg:
+                from .backends.grouped import MemoryGroups
+
+                groups = MemoryGroups(kcol, vcol if column is not None else None)
         if keys is None:
+            counts = groups.rows() if groups is not None else key_counts(kcol)
             sel = p["selection"]
             out_keys = select_partitions(counts, sel["epsilon"], sel["delta"],
                                          sensitivity=sel["sensitivity"],
                                          new_keys=p["max_groups"], source=source)
         else:
             out_keys = keys
-        if in_sql:
-            groups = [lists.get(str(k), np.zeros(0)) for k in out_keys]
+        if groups is not None:
+            result = run_aggregates(p, groups, out_keys, source)
         else:
-            groups = group_values(kcol, vcol, out_keys)
-        result = run_groups(p, groups, source)
+            result = run_groups(p, group_values(kcol, vcol, out_keys), source)
     except BaseException:
         if done is not None:
             done("failed")
@@ -704,4 +954,4 @@ def group_release(
         done("released")
     params["input_policy"] = result["policies"]
     return GroupRelease(by, list(out_keys), result["values"], p["guarantee"], "group-by",
-                        params, source.secure, _frame_kind(data))
+                        params, source.secure, _frame_kind(data), result["intervals"])

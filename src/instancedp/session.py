@@ -608,7 +608,8 @@ class Session:
             return group_release(
                 self._data, by, column, statistic, epsilon=epsilon, delta=delta, keys=keys,
                 split=split, neighbours=self.neighbours, id_column=id_column,
-                max_groups=max_groups, drop_missing=drop, rng=rng, charge=charge, **options,
+                max_groups=max_groups, drop_missing=drop, rng=rng, charge=charge,
+                where=self._where, **options,
             )
         except (ParameterError, BudgetExceeded, CompositionError, LedgerError):
             raise

@@ -1,0 +1,253 @@
+"""Grouped primitives: the backend aggregates once per group, in one engine query.
+
+A group-by release needs, for every key of the grouping column, the same
+small aggregates a single release reads (``count``, the exact fixed-point
+``count_and_sum``, the ``histogram`` on public cells) — computed with
+``GROUP BY key`` where the data live, never by pulling the column:
+
+====================  ==========================================================
+grouped primitive     what it returns (one entry per key present in the rows)
+====================  ==========================================================
+``rows``              rows holding the key (partition selection's counts)
+``count``             rows after the missing-value policy ("drop")
+``count_and_sum``     (n, S) with S the exact integer sum on the public grid
+``histogram``         counts of clamped values per public cell
+``missing``           rows whose value is NULL, NaN or ±inf (owner-mode check)
+====================  ==========================================================
+
+Rows with a NULL key form no group.  Each engine returns, per key, the very
+integers :mod:`instancedp.backends.numpy` returns on that key's rows (the
+same IEEE operations as ``sql.py``: clamp then ``+ 0.0``, truncation of
+x·2^s, cells by comparisons with the public edges only), so a release built
+from them is bit-identical across engines.
+
+:class:`MemoryGroups` is the reference (numpy on each group's rows);
+:class:`SQLGroups` serves DuckDB, SQLite, PostgreSQL and Spark through their
+:class:`~instancedp.backends.sql.SQLEngine`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import numpy as ref
+from .sql import SQLEngine
+
+__all__ = ["MemoryGroups", "SQLGroups", "missing_key"]
+
+
+def missing_key(k: Any) -> bool:
+    """None and NaN keys form no group."""
+    return k is None or (isinstance(k, float) and math.isnan(k))
+
+
+class MemoryGroups:
+    """The grouped primitives on in-memory columns (keys: any hashable; values: float64)."""
+
+    name = "numpy"
+
+    def __init__(self, keys: Any, values: Any = None) -> None:
+        keys = np.asarray(keys, dtype=object).ravel()
+        vals = (np.zeros(keys.size) if values is None
+                else np.asarray(values, dtype=np.float64).ravel())
+        index: dict[Any, list[int]] = {}
+        for i, k in enumerate(keys.tolist()):
+            if not missing_key(k):
+                index.setdefault(k, []).append(i)
+        self._groups = {k: vals[np.asarray(ix, dtype=np.int64)] for k, ix in index.items()}
+        self._all = vals
+        self._has_values = values is not None
+
+    def rows(self) -> dict[Any, int]:
+        return {k: int(v.size) for k, v in self._groups.items()}
+
+    def _present(self) -> dict[Any, np.ndarray]:
+        """Each key's values after the "drop" policy; keys left with none are absent
+        (as from a SQL GROUP BY over the kept rows)."""
+        if not hasattr(self, "_kept"):
+            kept = {k: v[~np.isnan(v)] for k, v in self._groups.items()}
+            self._kept = {k: v for k, v in kept.items() if v.size}
+        return self._kept
+
+    def count(self) -> dict[Any, int]:
+        if not self._has_values:
+            return self.rows()
+        return {k: int(v.size) for k, v in self._present().items()}
+
+    def count_and_sum(self, lo: float, hi: float, shift: bool = False) -> dict[Any, tuple]:
+        return {k: ref.count_and_sum(v, lo, hi, shift) for k, v in self._present().items()}
+
+    def histogram(self, edges: Sequence[float]) -> dict[Any, np.ndarray]:
+        return {k: ref.histogram(v, edges) for k, v in self._present().items()}
+
+    def missing(self) -> int:
+        return int(np.count_nonzero(~np.isfinite(self._all))) if self._has_values else 0
+
+
+class SQLGroups:
+    """The grouped primitives in SQL over ``engine.relation``.
+
+    ``key`` and ``value`` are SQL expressions over the relation's columns
+    (quoted names, or any row-local expression); ``value=None`` counts rows.
+    Every primitive is one ``GROUP BY`` statement returning at most one row
+    per (key, cell)."""
+
+    def __init__(self, engine: SQLEngine, key: str, value: str | None) -> None:
+        self.engine = engine
+        self.d = engine.dialect
+        self.key = key
+        self.value = value
+        self.name = self.d.name
+
+    # -- subqueries ------------------------------------------------------------
+    def _base(self) -> str:
+        """(k, v): v the value as a double (NULL where missing); rows with a NULL key dropped."""
+        v = f"CAST({'0' if self.value is None else self.value} AS {self.d.double})"
+        return (f"(SELECT k, v FROM (SELECT {self.key} AS k, {v} AS v FROM "
+                f"{self.engine.relation}) AS r0 WHERE k IS NOT NULL) AS r")
+
+    def _present(self) -> str:
+        """(k, v) after the missing-value policy "drop"."""
+        nan = f" AND NOT {self.d.isnan.format(x='v')}" if self.d.isnan else ""
+        return f"(SELECT k, v FROM {self._base()} WHERE v IS NOT NULL{nan}) AS m"
+
+    def _clamped(self, lo: float, hi: float, p: list) -> str:
+        """(k, x): x = clamp(v, lo, hi) + 0.0, as ``numpy.clamp``."""
+        d = self.d
+        expr = d.least.format(a=d.greatest.format(a="v", b=d.lit(lo, p)), b=d.lit(hi, p))
+        return f"(SELECT k, {expr} + {d.lit(0.0, p)} AS x FROM {self._present()}) AS c"
+
+    def _pairs(self, sql: str, p: list) -> list[tuple]:
+        return [tuple(r) for r in self.engine.execute(sql, p)]
+
+    # -- primitives --------------------------------------------------------------
+    def rows(self) -> dict[Any, int]:
+        return {k: int(c) for k, c in self._pairs(
+            f"SELECT k, COUNT(*) FROM {self._base()} GROUP BY k", [])}
+
+    def count(self) -> dict[Any, int]:
+        if self.value is None:
+            return self.rows()
+        return {k: int(c) for k, c in self._pairs(
+            f"SELECT k, COUNT(*) FROM {self._present()} GROUP BY k", [])}
+
+    def missing(self) -> int:
+        """Rows (any key) whose value is NULL, NaN or ±inf."""
+        if self.value is None:
+            return 0
+        d = self.d
+        v = f"CAST({self.value} AS {d.double})"
+        nan = f" OR {d.isnan.format(x='v')}" if d.isnan else ""
+        p: list = []
+        sql = (f"SELECT COUNT(*) FROM (SELECT {v} AS v FROM {self.engine.relation}) AS r "
+               f"WHERE v IS NULL{nan} OR v = {d.lit(math.inf, p)} OR v = {d.lit(-math.inf, p)}")
+        return int(self._pairs(sql, p)[0][0])
+
+    def count_and_sum(self, lo: float, hi: float, shift: bool = False) -> dict[Any, tuple]:
+        """(n, S) per key: the fixed-point rule of ``SQLEngine.count_and_sum``, grouped."""
+        d = self.d
+        lo, hi = ref.check_bounds(lo, hi)
+        s = ref.fixed_point_exponent(lo, hi, shift)
+        p: list = []
+        src = self._clamped(lo, hi, p)
+        y = f"x - {d.lit(lo, p)}" if shift else "x"
+        rows = f"(SELECT k, {y} AS y FROM {src}) AS z"
+        scaled, rest = "y", s
+        if s > 1000:  # 2^s overflows a double; two exact steps
+            scaled, rest = f"(y * {d.lit(math.ldexp(1.0, 1000), p)})", s - 1000
+        scaled = f"({scaled} * {d.lit(math.ldexp(1.0, rest), p)})"
+        tiny = d.lit(math.ldexp(1.0, -s), p)
+        k = f"CASE WHEN abs(y) < {tiny} THEN 0 ELSE {d.int_cast.format(e=scaled)} END"
+        terms = f"(SELECT k AS g, {k} AS t FROM {rows}) AS tt"
+        if d.exact_sum == "split":
+            q = 1 << 26
+            sql = f"SELECT g, COUNT(*), SUM(t / {q}), SUM(t % {q}) FROM {terms} GROUP BY g"
+            return {g: (int(n), (int(hi_ or 0) << 26) + int(lo_ or 0))
+                    for g, n, hi_, lo_ in self._pairs(sql, p)}
+        sql = f"SELECT g, COUNT(*), SUM({d.sum_cast.format(k='t')}) FROM {terms} GROUP BY g"
+        return {g: (int(n), int(total or 0)) for g, n, total in self._pairs(sql, p)}
+
+    def histogram(self, edges: Sequence[float]) -> dict[Any, np.ndarray]:
+        """Cell counts per key: the engine's bucket function (SQLite, PostgreSQL), an ASOF
+        join on the edges (DuckDB), else one monotone label per row and one edge
+        comparison (as ``SQLEngine._histogram_by_labels``), else an unrolled binary
+        search over the edges."""
+        d = self.d
+        e = ref.check_edges(edges)
+        m = e.size - 1
+        p: list = []
+        src = self._clamped(float(e[0]), float(e[-1]), p)
+        interior = e[1:-1]
+        cells: dict[Any, tuple[list[int], list[int]]] = {}
+
+        def add(key: Any, cell: int, c: int) -> None:
+            got = cells.get(key)
+            if got is None:
+                got = cells[key] = ([], [])
+            got[0].append(cell)
+            got[1].append(c)
+
+        def done() -> dict[Any, np.ndarray]:
+            return {key: np.bincount(np.asarray(b, dtype=np.int64),
+                                     weights=np.asarray(c, dtype=np.float64),
+                                     minlength=m).astype(np.int64)
+                    for key, (b, c) in cells.items()}
+
+        if interior.size == 0:
+            for key, c in self._pairs(f"SELECT k, COUNT(*) FROM {src} GROUP BY k", p):
+                add(key, 0, int(c))
+            return done()
+        if self.engine.bucket_sql is not None:
+            cell = self.engine.bucket_sql("x", interior, p)
+            sql = (f"SELECT k, b, COUNT(*) FROM (SELECT k, {cell} AS b FROM {src}) AS h "
+                   "GROUP BY k, b")
+            for key, b, c in self._pairs(sql, p):
+                add(key, int(b), int(c))
+            return done()
+        if d.name == "duckdb" and not d.bind:
+            # DuckDB: each row's cell is the index of the greatest interior edge ≤ x (an
+            # ASOF join on the edges bound as a list) — the count of edges ≤ x, as
+            # numpy.searchsorted(side="right"); comparisons only, no arithmetic
+            p += [list(range(1, interior.size + 1)), [float(v) for v in interior]]
+            edges_t = "(SELECT unnest(?::BIGINT[]) AS i, unnest(?::DOUBLE[]) AS edge) AS e"
+            sql = (f"SELECT c.k, coalesce(e.i, 0) AS b, COUNT(*) FROM {src} "
+                   f"ASOF LEFT JOIN {edges_t} ON c.x >= e.edge GROUP BY c.k, b")
+            for key, b, c in self._pairs(sql, p):
+                add(key, int(b), int(c))
+            return done()
+        e0, em = float(e[0]), float(e[-1])
+        c_scale = 8 * (interior.size + 1) / (em - e0)
+        lab_e = ([math.floor((float(v) - e0) * c_scale) for v in interior]
+                 if math.isfinite(c_scale) else [])
+        if math.isfinite(c_scale) and len(set(lab_e)) == len(lab_e):
+            label = d.int_cast.format(e=f"((x - {d.lit(e0, p)}) * {d.lit(c_scale, p)})")
+            pairs = ", ".join(f"({lab}, {d.lit(float(v), p)})"
+                              for lab, v in zip(lab_e, interior, strict=True))
+            table = f"(VALUES {pairs})"
+            sql = (f"SELECT g.k, g.lab, COUNT(*), SUM(CASE WHEN x >= edge THEN 1 ELSE 0 END) "
+                   f"FROM (SELECT k, x, {label} AS lab FROM {src}) AS g "
+                   f"LEFT JOIN {table} AS e(elab, edge) ON g.lab = e.elab "
+                   f"GROUP BY g.k, g.lab")
+            lab_sorted = np.array(lab_e, dtype=np.int64)
+            for key, lab, cnt, above in self._pairs(sql, p):
+                base = int(np.searchsorted(lab_sorted, int(lab), side="left"))
+                add(key, base, int(cnt) - int(above or 0))
+                if int(above or 0):
+                    add(key, base + 1, int(above))
+            return done()
+        depth = max(1, math.ceil(math.log2(interior.size + 1)))
+        padded = [d.lit(v, p) for v in interior] + [d.inf] * (2**depth - 1 - interior.size)
+        arr = d.array.format(items=", ".join(padded))
+        layer = f"(SELECT k, x, 0 AS b FROM {src}) AS l0"
+        for t in range(depth):
+            h = 2 ** (depth - 1 - t)
+            probe = d.element.format(arr=arr, i=f"b + {h}")
+            layer = (f"(SELECT k, x, b + CASE WHEN {probe} <= x THEN {h} ELSE 0 END AS b "
+                     f"FROM {layer}) AS l{t + 1}")
+        for key, b, c in self._pairs(f"SELECT k, b, COUNT(*) FROM {layer} GROUP BY k, b", p):
+            add(key, int(b), int(c))
+        return done()
