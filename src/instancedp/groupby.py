@@ -626,7 +626,9 @@ def plan(
 
     ``aggregates``: per-group mechanisms that read a backend's aggregates
     (:func:`instancedp.sources.out_of_core_mechanism`: the exponential
-    mechanism on public candidates for quantiles, noisy sum ÷ noisy count
+    mechanism on public candidates for quantiles — one grouped histogram
+    for every group, where a single release draws in stages from a window
+    of order statistics — noisy sum ÷ noisy count
     for the mean, Laplace for counts and sums) instead of the in-memory
     defaults.  Raises :class:`ParameterError` before any row is read."""
     from . import _validate
@@ -679,8 +681,12 @@ def plan(
         if q is not None:
             opts["quantile"] = q
         build = out_of_core_mechanism if aggregates else build_mechanism
-        m = build(stat, eps_g, stat_delta, mechanism=mechanism
-                  if stat != "count" else None, neighbours="add_remove", **opts)
+        chosen = mechanism if stat != "count" else None
+        if aggregates and chosen is None and stat in ("median", "quantile"):
+            # one grouped histogram serves every group; the staged draw of a single
+            # release would read a window of order statistics per group
+            chosen = "candidate_quantile"
+        m = build(stat, eps_g, stat_delta, mechanism=chosen, neighbours="add_remove", **opts)
         mechs.append((label, m))
     parts = [_scaled(m.guarantee, factor) for _, m in mechs]
     sel = None
