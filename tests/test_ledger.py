@@ -223,3 +223,19 @@ def test_gaussian_and_converted_charges_round_up():
 def test_non_finite_parameters_are_refused():
     with pytest.raises((ValueError, ParameterError)):
         charge_amount("pure", PureDP(float("inf")))
+
+
+def test_durability_option(tmp_path):
+    # "full" (default) syncs every commit; "process" only at checkpoints (docs/ledger.md).
+    with Ledger(tmp_path / "a.db") as led:
+        assert led.durability == "full"
+        assert led._con.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    with Ledger(tmp_path / "a.db", durability="process") as led:
+        assert led._con.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        led.ensure_budget("d", PureDP(1.0))
+        led.charge("d", PureDP(0.5))
+    with Ledger(tmp_path / "a.db", create=False) as led:
+        assert led.spent("d").epsilon == Decimal("0.5") and led.verify().ok
+    with pytest.raises(ParameterError, match="durability must be one of full, process"):
+        Ledger(tmp_path / "b.db", durability="fast")
+    assert not (tmp_path / "b.db").exists()
