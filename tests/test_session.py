@@ -288,3 +288,24 @@ def test_session_neighbours_must_match_the_query():
     with pytest.raises(ParameterError, match="calibrated for"):
         s.release(mech)
     assert s.spent.describe() == "epsilon=0"
+
+
+@pytest.mark.parametrize("eps,count", [(0.1, 10), (0.001, 1000), (0.3, 3)])
+def test_decimal_charges_fill_the_budget_and_never_undercharge(tmp_path, eps, count):
+    """Releases calibrate at the double not above the decimal typed: the budget holds
+    exactly as many as the decimals say, and each charge is the exact ε that ran."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from instancedp.errors import BudgetExceeded
+
+    with Session([1.0, 2.0], PureDP(1.0) if eps != 0.3 else PureDP(0.9),
+                 ledger=tmp_path / "l.db", dataset_id="d") as s:
+        used = []
+        for _ in range(count):
+            used.append(s.release_statistic("count", epsilon=eps).guarantee.epsilon)
+        with pytest.raises(BudgetExceeded):
+            s.release_statistic("count", epsilon=eps)
+        assert all(Decimal(u) <= Decimal(repr(eps)) for u in used)
+        # charged exactly what ran (exact rational sums)
+        assert sum(Fraction(u) for u in used) == Fraction(s.spent.epsilon)

@@ -32,6 +32,26 @@ def epsilon(value: Any, name: str = "epsilon") -> float:
     return finite_positive(value, name)
 
 
+def at_most_decimal(value: Any) -> Any:
+    """The largest double not above the decimal a person wrote for ``value``.
+
+    A float such as 0.1 lies a little above the decimal 0.1 (by < ½ ulp); the
+    ledger charges the exact value the mechanism calibrates with, so a
+    mechanism calibrated at 0.1 would make ten releases of 0.1 overrun a budget
+    of 1.  Calibrating at the double just below the decimal (one ulp less
+    ε: the noise grows by a factor 1 + 2⁻⁵²) keeps the decimal arithmetic people
+    expect — ten charges of 0.1 fill 1.0, a thousand of 0.001 fill 1.0 — while
+    the charge is still exactly the ε that ran."""
+    from decimal import Decimal
+
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value  # validated (and refused, if need be) where it is used
+    v = float(value)
+    if math.isfinite(v) and v > 0 and Decimal(v) > Decimal(repr(v)):
+        return math.nextafter(v, 0.0)
+    return value
+
+
 def delta(value: Any, name: str = "delta", *, allow_zero: bool = True) -> float:
     """δ in [0, 1) (or (0, 1) when ``allow_zero`` is False)."""
     rng = "[0, 1)" if allow_zero else "(0, 1)"

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _validate
 from . import io as _io
 from .errors import DataError, ParameterError
 from .ledger import Amount, BudgetExceeded, CompositionError, Ledger, LedgerError
@@ -515,6 +516,9 @@ class Session:
         refusing them.  Everything is validated before the ledger is touched.
         """
         _check_options(options)
+        # calibrate at the double not above the decimal given, so that charges add up
+        # the way the decimals do (ten of 0.1 fill 1.0) while the charge is the ε used
+        epsilon, delta = _validate.at_most_decimal(epsilon), _validate.at_most_decimal(delta)
         if by is not None:
             if ci is not None:
                 raise ParameterError("ci= applies to single releases, not yet to by= groups",
