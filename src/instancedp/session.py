@@ -134,7 +134,7 @@ def apply_policy(values: np.ndarray, policy: dict[str, Any]) -> np.ndarray:
 #: the keyword options :meth:`Session.release_statistic` takes beyond its own
 RELEASE_OPTIONS = (
     "mechanism", "bounds", "quantile", "trim", "k", "noise", "gamma", "ptr_bound",
-    "calibration", "vertices", "resolution",
+    "calibration", "vertices", "resolution", "quantiles",
 )
 
 
@@ -491,7 +491,10 @@ class Session:
         :class:`~instancedp.groupby.GroupRelease` charged once.
 
         ``options`` are :func:`build_mechanism`'s: ``mechanism``, ``bounds``,
-        ``quantile``, ``trim``, ``k``, ``noise``, ``gamma``, ``ptr_bound``.
+        ``quantile``, ``trim``, ``k``, ``noise``, ``gamma``, ``ptr_bound``;
+        ``statistic="quantiles"`` takes ``quantiles=[q1, …, qm]`` and releases
+        the sorted vector in one record, charged once
+        (:func:`~instancedp.recipes.build_quantiles_mechanism`).
         ``drop_missing`` (default: the session's) drops NULL/NaN instead of
         refusing them.  Everything is validated before the ledger is touched.
         """
