@@ -119,6 +119,8 @@ def _fmt_value(v: Any) -> str:
         )
     if isinstance(v, float):
         return f"{v:.10g}"
+    if getattr(v, "ndim", 0) == 1:  # several quantiles: the sorted vector
+        return "[" + ", ".join(f"{float(x):.10g}" for x in v) + "]"
     return str(v)
 
 
@@ -147,6 +149,11 @@ MECHANISM_IN_WORDS: dict[str, str] = {
     "stable_release": "stability-based release (exact value or refusal)",
     "mode": "stability-based mode",
     "smalldb": "SmallDB synthetic data (Blum, Ligett and Roth 2008)",
+    "joint_quantiles": "joint exponential mechanism for m quantiles (Gillenwater, Joseph "
+    "and Kulesza 2021)",
+    "recursive_quantiles": "recursive approximate quantiles (Kaplan, Schnapp and Stemmer 2022)",
+    "independent_quantiles": "m exponential-mechanism quantiles at ε/m each",
+    "unbounded_quantiles": "m bound-free quantiles at ε/m each (Durfee 2023)",
     "ratio_ksw": "private ratio a/b (Kulesza, Suresh and Wang 2024, Alg. 3)",
     "ratio_naive": "private ratio: noisy a ÷ noisy b",
     "ratio_bounded_ls": "private ratio with privately bounded local sensitivity",
@@ -192,6 +199,8 @@ def summary_lines(release: Any, chosen: dict[str, Any] | None = None) -> list[tu
         what = str(stat)
         if "q" in params and str(stat) == "quantile":
             what += f" q={_num(params['q'])}"
+        if "qs" in params:  # several quantiles: the levels of the sorted vector
+            what += " at levels " + ", ".join(_num(q) for q in params["qs"])
         if chosen.get("column"):
             what += f" of column '{chosen['column']}'"
         elif chosen.get("sql"):
@@ -330,7 +339,8 @@ def release(
     statistic: Annotated[
         str,
         typer.Option(
-            help="One of: median, quantile, mean, trimmed-mean, count, sum, ratio, min, max.",
+            help="One of: median, quantile, mean, trimmed-mean, count, sum, ratio, min, max, "
+            "quantiles.",
         ),
     ] = "median",
     epsilon: Annotated[float, typer.Option(help="Privacy parameter ε > 0.")] = ...,  # type: ignore[assignment]
@@ -343,6 +353,15 @@ def release(
     ] = None,
     quantile: Annotated[
         float | None, typer.Option(help="Q in (0, 1) for --statistic quantile.")
+    ] = None,
+    quantiles: Annotated[
+        str | None,
+        typer.Option(
+            help="Levels for --statistic quantiles, e.g. --quantiles 0.25 0.5 0.75 (or "
+            "0.25,0.5,0.75): one release, one charge, a sorted vector. --mechanism: joint, "
+            "recursive, independent, unbounded (default: joint with --bounds, unbounded "
+            "without)."
+        ),
     ] = None,
     trim: Annotated[
         float | None, typer.Option(help="Trimmed fraction per side (trimmed-mean).")
@@ -463,6 +482,8 @@ def release(
         gamma=gamma,
         ptr_bound=ptr_bound,
     )
+    if quantiles is not None:
+        recipe["quantiles"] = _parse_floats(quantiles, "--quantiles")
     _check_statistic(statistic, "release")
     relation = _relation(neighbours)
     # Validates every public parameter before anything is read or charged.
@@ -1269,6 +1290,7 @@ PYTHON_TO_FLAG: tuple[tuple[str, str], ...] = (
     ("ledger=PATH", "--ledger PATH"),
     ("leave budget=None", "drop --budget-epsilon/--budget-delta/--budget-rho"),
     ("quantile=q", "--quantile Q"),
+    ("quantiles=[q1, ..., qm]", "--quantiles Q1 ... QM"),
     ("delta=d", "--delta D"),
     ("ptr_bound=b", "--ptr-bound B"),
     ("the sql query", "--sql"),
@@ -1287,6 +1309,8 @@ PARAMETER_FLAGS: dict[str, str] = {
     "epsilon": "--epsilon",
     "delta": "--delta",
     "quantile": "--quantile",
+    "quantiles": "--quantiles",
+    "columns": "--columns",
     "trim": "--trim",
     "gamma": "--gamma",
     "noise": "--noise",
@@ -1338,6 +1362,46 @@ def _whole_words() -> None:
     _textwrap.TextWrapper = WholeWords  # type: ignore[misc]
 
 
+#: flags that take a space-separated list (click options take one value): the
+#: values after the flag are joined with commas before parsing
+_LIST_FLAGS = ("--quantiles", "--columns", "--bounds")
+
+
+def _list_value(flag: str, token: str, command: str) -> bool:
+    """Does ``token`` continue the list after ``flag``?  (public: the command line only)"""
+    if token.startswith("--"):
+        return False
+    if flag == "--quantiles":
+        try:
+            float(token)
+        except ValueError:
+            return False
+        return True
+    if flag == "--bounds":  # describe's COL=LO:HI; release's --bounds LO HI is two numbers
+        return command == "describe" and "=" in token
+    # --columns (describe): names, never the FILE argument
+    return command == "describe" and not Path(token).exists()
+
+
+def _join_lists(args: list[str]) -> list[str]:
+    """``--quantiles 0.25 0.5 0.75`` → ``--quantiles 0.25,0.5,0.75`` (and describe's lists)."""
+    command = next((a for a in args if not a.startswith("-")), "")
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        out.append(a)
+        i += 1
+        if a in _LIST_FLAGS and (a != "--bounds" or command == "describe"):
+            vals = []
+            while i < len(args) and _list_value(a, args[i], command):
+                vals.append(args[i])
+                i += 1
+            if vals:
+                out.append(",".join(vals))
+    return out
+
+
 def _one_line(msg: str) -> str:
     return " ".join(str(msg).split())
 
@@ -1353,7 +1417,7 @@ def main(argv: list[str] | None = None) -> None:
         # The command list shows each description whole (click would cut it with "…").
         if sub.help and not sub.short_help:
             sub.short_help = " ".join(sub.help.strip().split("\n\n")[0].split())
-    args = sys.argv[1:] if argv is None else list(argv)
+    args = _join_lists(sys.argv[1:] if argv is None else list(argv))
     try:
         rv = command.main(args=args, prog_name="instancedp", standalone_mode=False)
     except BudgetExceeded as exc:
