@@ -702,6 +702,103 @@ def _check_statistic(statistic: str, command: str) -> None:
     )
 
 
+def _describe_bounds(text: str | None) -> dict[str, tuple[float, float]] | None:
+    """``col=lo:hi,col2=lo:hi`` → {col: (lo, hi)}."""
+    if text is None:
+        return None
+    out: dict[str, tuple[float, float]] = {}
+    for item in text.split(","):
+        col, eq, rng = item.rpartition("=")
+        lo, colon, hi = rng.partition(":")
+        try:
+            if not (eq and colon and col):
+                raise ValueError
+            out[col] = (float(lo), float(hi))
+        except ValueError:
+            raise CLIError(
+                f"--bounds for describe takes COLUMN=LO:HI (one per column), got {item!r}"
+            ) from None
+    return out
+
+
+@app.command("describe")
+def describe_command(
+    file: Annotated[
+        str, typer.Argument(help="CSV/TSV or Parquet file (or JSON).", show_default=False)
+    ],
+    epsilon: Annotated[float, typer.Option(help="Total ε > 0 for the whole summary.")] = ...,  # type: ignore[assignment]
+    columns: Annotated[
+        str | None,
+        typer.Option(help="Columns to describe (default: every declared numeric column; "
+                     "every column of a CSV), e.g. --columns age income."),
+    ] = None,
+    bounds: Annotated[
+        str | None,
+        typer.Option(help="Public bounds per column, COLUMN=LO:HI ... (bound-free quantiles "
+                     "for the others)."),
+    ] = None,
+    ledger: LedgerOpt = None,
+    budget_epsilon: BudgetEpsilonOpt = None,
+    budget_delta: BudgetDeltaOpt = None,
+    budget_rho: BudgetRhoOpt = None,
+    dataset_id: DatasetIdOpt = "default",
+    json_out: JsonOpt = False,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Seeded simulation randomness: NOT a secure release (demos only)."),
+    ] = None,
+    analyst: Annotated[
+        bool,
+        typer.Option("--analyst/--owner", help="Analyst mode (the default; needs the owner's "
+                     "existing ledger) or the data owner's mode."),
+    ] = True,
+    neighbours: Annotated[
+        str | None, typer.Option(help="Neighbour relation (describe runs under add-remove).")
+    ] = None,
+) -> None:
+    """A private describe(): count, mean, quartiles, 5th and 95th percentiles of every
+    numeric column, charged once."""
+    from .describe import print_table
+    from .privacy import PureDP
+    from .session import Session
+
+    cols = None if columns is None else [c for c in columns.split(",") if c]
+    col_bounds = _describe_bounds(bounds)
+    budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
+    if analyst:
+        _analyst_flags(budget, ledger)
+    relation = _relation(neighbours)
+    fresh = ledger is not None and not analyst and not Path(ledger).exists()
+    rng = _rng(seed)
+    try:
+        session = Session(
+            file,
+            None if analyst else (budget if (budget is not None or ledger is not None)
+                                  else PureDP(epsilon)),
+            ledger=ledger, dataset_id=dataset_id, analyst=analyst,
+            **({"neighbours": relation} if relation is not None else {}),
+        )
+        with session:
+            with _spinner("charging the ledger and computing the summary", as_json=json_out):
+                result = session.describe(epsilon, columns=cols, bounds=col_bounds, rng=rng)
+            remaining = session.remaining if ledger is not None else None
+    except ValueError:
+        if fresh and Path(ledger).exists():  # type: ignore[arg-type]
+            Path(ledger).unlink()  # type: ignore[arg-type]
+        raise
+    if not result.secure:
+        _warn_seeded()
+    if json_out:
+        out = result.to_dict()
+        out["remaining"] = remaining.as_dict() if remaining is not None else None
+        print(json.dumps(out, indent=2, default=str))
+        return
+    print_table(result)
+    if remaining is not None:
+        print(f"remaining  {remaining.describe()} (ledger {_ledger_label(ledger)}, "
+              f"dataset '{dataset_id}')")
+
+
 @app.command("release-graph")
 def release_graph(
     edges: Annotated[Path, typer.Argument(help="Edge-list file: one 'u v' pair per line.")],

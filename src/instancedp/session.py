@@ -543,6 +543,27 @@ class Session:
             mech, column, sql=sql, rng=rng, convert_delta=convert_delta, drop_missing=drop_missing
         )
 
+    def describe(
+        self,
+        epsilon: float,
+        *,
+        columns: Any = None,
+        bounds: dict[str, tuple[float, float]] | None = None,
+        rng: Any = None,
+    ) -> Any:
+        """A private summary of every numeric column, charged once (ε in total).
+
+        Per column: count, mean, the quartiles and the 5th and 95th
+        percentiles; columns from declared types only; ``bounds`` maps a
+        column to public (lo, hi), bound-free quantiles elsewhere.  The split
+        of ε is stated in the result (see :mod:`instancedp.describe`).
+        Returns a :class:`~instancedp.describe.DescribeResult`
+        (``to_frame()``: a pandas DataFrame; ``to_dict()``: the record).
+        """
+        from .describe import describe
+
+        return describe(self, epsilon, columns=columns, bounds=bounds, rng=rng)
+
     def _release_groups(
         self, statistic: Any, column: str | None, *, by: str, keys: Any, split: Any,
         epsilon: float, delta: float | None, sql: str | None, rng: Any,
