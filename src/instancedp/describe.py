@@ -25,10 +25,13 @@ Everything that shapes the release is public and fixed before the charge:
 * **Mechanisms** — with public bounds (lo, hi) for a column: the recursive
   quantiles of Kaplan, Schnapp & Stemmer (2022) (O(n log n); the joint
   mechanism's O(m²·n) pass is slower on large tables) and the mean clamped to
-  [lo, hi].  Without bounds: the bound-free quantiles (Durfee 2023, ε/5 per
-  level), and the mean clamps to [p5 − w/2, p95 + w/2], w = p95 − p5, from
-  those *released* percentiles (adaptive composition; a winsorised mean,
-  stated in the output).
+  [lo, hi].  Without bounds: p5 and p95 by the bound-free quantile (Durfee
+  2023; ¼ of the quantile share each), which give the public range
+  R = [p5 − w/2, p95 + w/2], w = p95 − p5; then the quartiles by the recursive
+  algorithm on the rows clamped to R (½ of the share), and the mean clamped
+  to R (adaptive composition: R is a function of released values; a
+  winsorised mean, stated in the output).  The five values are sorted
+  (post-processing).
 
 Error bars: each part's release object may carry ``ci`` (the private
 intervals of :mod:`instancedp.intervals` where available); :func:`part_ci` is
@@ -220,11 +223,15 @@ def describe(
     plans: dict[str, dict[str, Any]] = {}
     for col in chosen:
         b = col_bounds.get(col)
-        qmech = build_quantiles_mechanism(
-            LEVELS, shares["quantiles"], mechanism="recursive" if b else "unbounded",
-            bounds=b, neighbours=rel,
-        )
-        plans[col] = {"bounds": b, "quantiles": qmech}
+        if b is not None:
+            qmech = build_quantiles_mechanism(
+                LEVELS, shares["quantiles"], mechanism="recursive", bounds=b, neighbours=rel
+            )
+        else:  # the outer pair bound-free; the quartiles once the range is released
+            qmech = build_quantiles_mechanism(
+                (LEVELS[0], LEVELS[-1]), shares["quantiles"] / 2, neighbours=rel
+            )
+        plans[col] = {"bounds": b, "quantiles": qmech, "relation": rel}
     parts = [PureDP(shares[k]) for _ in chosen for k in SPLIT]
     total = compose(parts)  # basic composition: exact for pure parts
     guarantee = PureDP(eps)
@@ -242,9 +249,11 @@ def describe(
         "bounds": {c: (list(p["bounds"]) if p["bounds"] else None) for c, p in plans.items()},
         "mechanisms": {
             c: {
-                "quantiles": p["quantiles"].name,
-                "mean": "sum_over_count"
-                + ("" if p["bounds"] else ", clamped to [p5 − w/2, p95 + w/2], w = p95 − p5"),
+                "quantiles": p["quantiles"].name if p["bounds"] else (
+                    "unbounded_quantiles (p5, p95; ½ of the quantile share), then "
+                    "recursive_quantiles (p25, p50, p75; ½) on R = [p5 − w/2, p95 + w/2], "
+                    "w = p95 − p5"),
+                "mean": "sum_over_count" + ("" if p["bounds"] else ", clamped to R"),
                 "count": "the mean's noisy count, rounded, at least 0",
             }
             for c, p in plans.items()
@@ -276,16 +285,25 @@ def _describe_column(
     from .io import AnalystQuery
 
     x = np.sort(AnalystQuery(data, column=col).read())  # finite values; missing dropped
+    from .recipes import build_quantiles_mechanism
+
     q = plan["quantiles"].release(x, rng=source)
     qs = [float(v) for v in q.value]
+    records = {"quantiles": q.to_dict()}
     if plan["bounds"] is not None:
         lo, hi = plan["bounds"]
-    else:  # a public function of released values: the winsorising range
+    else:  # a public function of released values: the winsorising range R
         w = qs[-1] - qs[0]
         lo, hi = qs[0] - w / 2, qs[-1] + w / 2
         if not hi > lo:
             pad = max(abs(lo), 1.0) * 1e-6
             lo, hi = lo - pad, hi + pad
+        inner = build_quantiles_mechanism(
+            LEVELS[1:-1], shares["quantiles"] / 2, mechanism="recursive", bounds=(lo, hi),
+            neighbours=plan["relation"],
+        ).release(x, rng=source)
+        records["quartiles"] = inner.to_dict()
+        qs = sorted([qs[0], *(float(v) for v in inner.value), qs[-1]])
     # ε_sum + ε_count = 2·¼ of the column's ε; split ½ within the sum-count mean
     mean_mech = sum_count(lo, hi, shares["sum"] + shares["count"],
                           split=shares["sum"] / (shares["sum"] + shares["count"]))
@@ -300,7 +318,7 @@ def _describe_column(
         row["ci"] = {"quantiles": ci}
     if plan["bounds"] is None:
         row["mean_clamp"] = [float(lo), float(hi)]
-    return row, {"quantiles": q.to_dict()}
+    return row, records
 
 
 def print_table(result: DescribeResult, title: str | None = None) -> None:

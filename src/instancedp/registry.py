@@ -273,15 +273,14 @@ def _load_builtins() -> None:
         SmoothSensitivityMechanism,
         StableRelease,
     )
-    from .mechanisms.inverse import InverseSensitivity
-    from .mechanisms.sum_count import NoisySumOverCount
-    from .mechanisms.unbounded import UnboundedQuantile
-    from .sources import CandidateQuantile
-
     from .mechanisms.independent_quantiles import IndependentQuantiles
+    from .mechanisms.inverse import InverseSensitivity
     from .mechanisms.joint_quantiles import JointQuantiles
     from .mechanisms.recursive_quantiles import RecursiveQuantiles
+    from .mechanisms.sum_count import NoisySumOverCount
+    from .mechanisms.unbounded import UnboundedQuantile
     from .mechanisms.unbounded_quantiles import UnboundedQuantiles
+    from .sources import CandidateQuantile
 
     several = (
         "each part is the single-quantile exponential mechanism or Durfee's bound-free "
