@@ -27,8 +27,8 @@ Everything that shapes the release is public and fixed before the charge:
   mechanism's O(m²·n) pass is slower on large tables) and the mean clamped to
   [lo, hi].  Without bounds: p5 and p95 by the bound-free quantile (Durfee
   2023; ¼ of the quantile share each), which give the public range
-  R = [p5 − w/2, p95 + w/2], w = p95 − p5; then the quartiles by the recursive
-  algorithm on the rows clamped to R (½ of the share), and the mean clamped
+  R = [p5 − w/2, p95 + w/2], w = p95 − p5 (grid ratio :data:`UNBOUNDED_BETA`);
+  then the quartiles by the recursive algorithm on the rows clamped to R (½ of the share), and the mean clamped
   to R (adaptive composition: R is a function of released values; a
   winsorised mean, stated in the output).  The five values are sorted
   (post-processing).
@@ -57,6 +57,9 @@ QUANTILE_NAMES: tuple[str, ...] = ("p5", "p25", "p50", "p75", "p95")
 STATISTICS: tuple[str, ...] = ("count", "mean", *QUANTILE_NAMES)
 #: the share of a column's ε per part
 SPLIT: dict[str, float] = {"quantiles": 0.5, "sum": 0.25, "count": 0.25}
+#: the bound-free grid's ratio in describe: 1% steps (the scan's length, and its
+#: secure draws, grow like log(|value|)/log(beta); 1.001 is ten times slower)
+UNBOUNDED_BETA = 1.01
 #: declared types that are numbers (DuckDB's names for Arrow/Parquet/pandas types)
 _NUMERIC = {
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
@@ -228,8 +231,11 @@ def describe(
                 LEVELS, shares["quantiles"], mechanism="recursive", bounds=b, neighbours=rel
             )
         else:  # the outer pair bound-free; the quartiles once the range is released
-            qmech = build_quantiles_mechanism(
-                (LEVELS[0], LEVELS[-1]), shares["quantiles"] / 2, neighbours=rel
+            from .mechanisms.unbounded_quantiles import UnboundedQuantiles
+
+            qmech = UnboundedQuantiles(
+                (LEVELS[0], LEVELS[-1]), shares["quantiles"] / 2, neighbours=rel,
+                beta=UNBOUNDED_BETA,
             )
         plans[col] = {"bounds": b, "quantiles": qmech, "relation": rel}
     parts = [PureDP(shares[k]) for _ in chosen for k in SPLIT]

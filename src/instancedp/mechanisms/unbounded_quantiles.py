@@ -30,7 +30,9 @@ class UnboundedQuantiles(Mechanism):
 
     name = "unbounded_quantiles"
 
-    def __init__(self, qs: Any, epsilon: float, *, neighbours: str = "add_remove") -> None:
+    def __init__(
+        self, qs: Any, epsilon: float, *, neighbours: str = "add_remove", beta: float = 1.001
+    ) -> None:
         from ..queries.quantiles import _levels
 
         levels = _levels(qs)
@@ -50,7 +52,10 @@ class UnboundedQuantiles(Mechanism):
         self.neighbours = neighbours
         self.epsilon = _validate.epsilon(epsilon)
         share = self.epsilon / len(levels)
-        self._parts = [UnboundedQuantile(q, share, neighbours=neighbours) for q in levels]
+        # beta: the grid's ratio (public); each scan takes ~log_beta(|value|) steps
+        self._parts = [
+            UnboundedQuantile(q, share, neighbours=neighbours, beta=beta) for q in levels
+        ]
 
     @property
     def m(self) -> int:
