@@ -28,9 +28,9 @@ Everything that shapes the release is public and fixed before the charge:
   [lo, hi].  Without bounds: p5 and p95 by the bound-free quantile (Durfee
   2023; ¼ of the quantile share each), which give the public range
   R = [p5 − w/2, p95 + w/2], w = p95 − p5 (grid ratio :data:`UNBOUNDED_BETA`);
-  then the quartiles by the recursive algorithm on the rows clamped to R (½ of the share), and the mean clamped
-  to R (adaptive composition: R is a function of released values; a
-  winsorised mean, stated in the output).  The five values are sorted
+  then the quartiles by the recursive algorithm on the rows clamped to R (½ of
+  the share), and the mean clamped to R (adaptive composition: R is a
+  function of released values; a winsorised mean, stated in the output).  The five values are sorted
   (post-processing).
 
 Error bars: each part's release object may carry ``ci`` (the private
