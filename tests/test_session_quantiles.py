@@ -159,3 +159,54 @@ def test_cli_bad_levels_one_line(tmp_path):
     assert_bad(r, "--quantiles", "increasing")
     r = cli("release", f, "--owner", "--statistic", "quantiles", "--epsilon", "1")
     assert_bad(r, "--quantiles")
+
+
+# -- the mechanisms the recipes run: exact check (joint) and composition (bound-free) -----
+@pytest.mark.parametrize("relation", ["add_remove", "substitution"])
+def test_recipe_joint_passes_the_exact_check_over_brute_force_pairs(relation):
+    """The default bounded mechanism as the Session builds it: every output cell's
+    log-density ratio ≤ ε over all neighbour pairs on {0,1,2,3}^{≤2}, with the
+    normaliser from independent enumeration (tests/test_mech_quantiles.py)."""
+    import itertools
+
+    from test_mech_quantiles import _neighbours, brute_paths, log_total
+
+    eps, qs = 1.0, (0.3, 0.7)
+    mech = build_quantiles_mechanism(qs, eps, bounds=(0.0, 4.0), neighbours=relation)
+    assert isinstance(mech, JointQuantiles) and mech.query.neighbours == relation
+    outputs = np.array(list(itertools.combinations_with_replacement([0.5, 1.5, 2.5, 3.5], 2)))
+    domain = (0.0, 1.0, 2.0, 3.0)
+    cache: dict = {}
+
+    def law(d):  # exact log-density at the cell midpoints, enumerated normaliser
+        key = tuple(sorted(d))
+        if key not in cache:
+            cache[key] = (mech.log_density(list(key), outputs)
+                          + mech.output_distribution(list(key)).log_z
+                          - float(log_total(brute_paths(list(key), qs, 0.0, 4.0, eps))))
+        return cache[key]
+
+    worst = 0.0
+    for x in [()] + [d for k in (1, 2) for d in itertools.combinations_with_replacement(domain, k)]:
+        for a, b in _neighbours(x, domain, relation):
+            worst = max(worst, float(np.abs(law(a) - law(b)).max()))
+    assert 0.4 * eps < worst <= eps + 1e-9
+
+
+def test_unbounded_quantiles_compose_m_parts_at_epsilon_over_m(monkeypatch):
+    import instancedp.mechanisms.unbounded_quantiles as uq
+
+    seen = []
+    real = uq.UnboundedQuantile
+
+    def spy(q, eps, **kw):
+        seen.append((q, eps, kw["neighbours"]))
+        return real(q, eps, **kw)
+
+    monkeypatch.setattr(uq, "UnboundedQuantile", spy)
+    mech = UnboundedQuantiles([0.1, 0.5, 0.9], 1.5, neighbours="substitution")
+    assert seen == [(0.1, 0.5, "substitution"), (0.5, 0.5, "substitution"),
+                    (0.9, 0.5, "substitution")]
+    assert mech.guarantee == PureDP(1.5)
+    out = mech.release([], rng=simulation(0)).value  # size 0 is data
+    assert len(out) == 3 and np.all(np.diff(out) >= 0)
