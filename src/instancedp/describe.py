@@ -289,13 +289,13 @@ def _describe_column(
     sum_count: type,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     from .io import AnalystQuery
-
-    x = np.sort(AnalystQuery(data, column=col).read())  # finite values; missing dropped
     from .recipes import build_quantiles_mechanism
 
+    x = np.sort(AnalystQuery(data, column=col).read())  # finite values; missing dropped
     q = plan["quantiles"].release(x, rng=source)
     qs = [float(v) for v in q.value]
     records = {"quantiles": q.to_dict()}
+    inner_ci = None
     if plan["bounds"] is not None:
         lo, hi = plan["bounds"]
     else:  # a public function of released values: the winsorising range R
@@ -310,6 +310,7 @@ def _describe_column(
         ).release(x, rng=source)
         records["quartiles"] = inner.to_dict()
         qs = sorted([qs[0], *(float(v) for v in inner.value), qs[-1]])
+        inner_ci = part_ci(inner)
     # ε_sum + ε_count = 2·¼ of the column's ε; split ½ within the sum-count mean
     mean_mech = sum_count(lo, hi, shares["sum"] + shares["count"],
                           split=shares["sum"] / (shares["sum"] + shares["count"]))
@@ -319,9 +320,9 @@ def _describe_column(
     mean = lo + min(max(s / max(c, 1.0), 0.0), mean_mech.range)
     row: dict[str, Any] = {"column": col, "count": max(0, int(round(c))), "mean": float(mean)}
     row.update(dict(zip(QUANTILE_NAMES, qs, strict=True)))
-    ci = part_ci(q)
-    if ci is not None:
-        row["ci"] = {"quantiles": ci}
+    cis = {"quantiles": part_ci(q), "quartiles": inner_ci}
+    if any(v is not None for v in cis.values()):
+        row["ci"] = {k: v for k, v in cis.items() if v is not None}
     if plan["bounds"] is None:
         row["mean_clamp"] = [float(lo), float(hi)]
     return row, records
