@@ -349,6 +349,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--workers", type=int, default=1, help="processes for the (data, n) blocks")
     ap.add_argument("--describe-rows", type=int, default=None,
                     help="rows of the describe timing file (10⁶; quick 10⁵)")
+    ap.add_argument("--ns", type=int, nargs="+", default=None, help="row counts to run")
+    ap.add_argument("--append", action="store_true",
+                    help="merge into the saved JSON (replacing its rows at these n)")
+    ap.add_argument("--no-timing", action="store_true",
+                    help="skip the joint and describe timings (kept from the saved JSON)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite the report from the saved JSON (no runs)")
     args = ap.parse_args(argv)
@@ -363,7 +368,7 @@ def main(argv: list[str] | None = None) -> dict:
         write(res, args.out)
         return res
     quick = args.quick
-    ns = [1000, 10_000] if quick else [1000, 10_000, 100_000]
+    ns = args.ns or ([1000, 10_000] if quick else [1000, 10_000, 100_000])
     datasets = ["normal", "goog"] if quick else ["normal", "goog", "elevation"]
     trials = args.trials or (2 if quick else 10)
     t_start = time.perf_counter()
@@ -430,11 +435,19 @@ def main(argv: list[str] | None = None) -> dict:
                     }
                 )
             log(f"{peer} {dname} n={n} done ({time.perf_counter() - t_start:.0f} s)")
-    timing = time_joint()
-    describe_timing = time_describe(args.describe_rows or (100_000 if quick else 1_000_000))
+    old = json.loads((OUT / f"{args.out}.json").read_text()) if args.append else {}
+    if old:
+        rows = [r for r in old["rows"] if r["n"] not in ns] + rows
+        notes = list(dict.fromkeys(old["notes"] + notes))
+        versions = {**old["peer_versions"], **versions}
+    if args.no_timing:
+        timing, describe_timing = old.get("timing"), old.get("describe_timing")
+    else:
+        timing = time_joint()
+        describe_timing = time_describe(args.describe_rows or (100_000 if quick else 1_000_000))
     result = {
         "quick": quick,
-        "seconds": time.perf_counter() - t_start,
+        "seconds": time.perf_counter() - t_start + old.get("seconds", 0.0),
         "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version()},
         "notes": notes,
         "peer_versions": versions,
@@ -486,7 +499,7 @@ def write(res: dict, name: str) -> None:
     rows = res["rows"]
     (OUT / f"{name}.json").write_text(json.dumps(res, indent=1))
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    t = res["timing"]
+    t = res.get("timing")
     lines = [
         "# Several quantiles at total ε",
         "",
@@ -505,14 +518,17 @@ def write(res: dict, name: str) -> None:
         "",
         "Peers: " + (", ".join(res["peer_versions"].values()) or "none run (see notes)") + ".",
         "",
-        f"**Joint sampler time at n = {t['n']}, m = {t['m']}** (one secure release: forward "
-        "pass + exact draw, OS randomness, exactly rounded points; median of 3): "
-        + "; ".join(
-            f"ε = {e}: {t[e]['secure_release_s']:.2f} s (forward {t[e]['forward_s']:.2f} s, "
-            f"then {t[e]['draw_s'] * 1000:.0f} ms per further draw; margin η = {t[e]['eta']:.1e})"
-            for e in ("0.5", "2.0")
-        )
-        + ".",
+        (
+            f"**Joint sampler time at n = {t['n']}, m = {t['m']}** (one secure release: "
+            "forward pass + exact draw, OS randomness, exactly rounded points; median of 3): "
+            + "; ".join(
+                f"ε = {e}: {t[e]['secure_release_s']:.2f} s (forward {t[e]['forward_s']:.2f} s,"
+                f" then {t[e]['draw_s'] * 1000:.0f} ms per further draw; margin η = "
+                f"{t[e]['eta']:.1e})"
+                for e in ("0.5", "2.0")
+            )
+            + "."
+        ) if t else "Joint sampler time: not measured in this run (--no-timing).",
         "",
         f"![mean error against m, add/remove]({name}.png)",
         "",
