@@ -365,6 +365,7 @@ def main(argv: list[str] | None = None) -> dict:
         res = json.loads((OUT / f"{args.out}.json").read_text())
         res["timing"] = time_joint()
         res["describe_timing"] = time_describe(args.describe_rows or 1_000_000)
+        res["timing"]["load_average"] = os.getloadavg()
         write(res, args.out)
         return res
     quick = args.quick
@@ -520,7 +521,10 @@ def write(res: dict, name: str) -> None:
         "",
         (
             f"**Joint sampler time at n = {t['n']}, m = {t['m']}** (one secure release: "
-            "forward pass + exact draw, OS randomness, exactly rounded points; median of 3): "
+            "forward pass + exact draw, OS randomness, exactly rounded points; median of 3"
+            + (f"; load average {t['load_average'][0]:.1f} on "
+               f"{res['machine']['cpu_count']} cores" if "load_average" in t else "")
+            + "): "
             + "; ".join(
                 f"ε = {e}: {t[e]['secure_release_s']:.2f} s (forward {t[e]['forward_s']:.2f} s,"
                 f" then {t[e]['draw_s'] * 1000:.0f} ms per further draw; margin η = "
