@@ -724,7 +724,7 @@ def _describe_bounds(text: str | None) -> dict[str, tuple[float, float]] | None:
 @app.command("describe")
 def describe_command(
     file: Annotated[
-        str, typer.Argument(help="CSV/TSV or Parquet file (or JSON).", show_default=False)
+        str, typer.Argument(help="CSV/TSV or Parquet file.", show_default=False)
     ],
     epsilon: Annotated[float, typer.Option(help="Total ε > 0 for the whole summary.")] = ...,  # type: ignore[assignment]
     columns: Annotated[
