@@ -356,9 +356,20 @@ def main(argv: list[str] | None = None) -> dict:
                     help="skip the joint and describe timings (kept from the saved JSON)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite the report from the saved JSON (no runs)")
+    ap.add_argument("--merge", default=None,
+                    help="fold the rows of docs/results/MERGE.json (another step's --out) "
+                         "into --out's JSON, then rewrite the report")
     args = ap.parse_args(argv)
-    if args.report_only:
+    if args.report_only or args.merge:
         res = json.loads((OUT / f"{args.out}.json").read_text())
+        if args.merge:
+            other = json.loads((OUT / f"{args.merge}.json").read_text())
+            ns = {r["n"] for r in other["rows"]}
+            res["rows"] = [r for r in res["rows"] if r["n"] not in ns] + other["rows"]
+            res["notes"] = list(dict.fromkeys(res["notes"] + other["notes"]))
+            res["peer_versions"] = {**other["peer_versions"], **res["peer_versions"]}
+            res["seconds"] += other["seconds"]
+            res["sign_tests"] = sign_tests(res["rows"])
         write(res, args.out)
         return res
     if args.retime:
