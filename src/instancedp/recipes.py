@@ -78,9 +78,9 @@ MECHANISMS: tuple[str, ...] = (
 #: mechanisms for several quantiles in one release (``statistic="quantiles"``);
 #: the short names map to registry keys ``<name>_quantiles``
 QUANTILES_MECHANISMS: tuple[str, ...] = ("joint", "recursive", "independent", "unbounded")
-#: the joint mechanism's forward pass is O(m²·n): above this many levels the
-#: default is the recursive algorithm (O(n·log m) after the sort)
-JOINT_MAX_LEVELS = 32
+#: the joint mechanism's forward pass is O(m²·n) and it is measured up to m = 19
+#: (docs/results/quantiles.md): above that the default is the recursive algorithm
+JOINT_MAX_LEVELS = 19
 # Statistics whose mechanism uses the public n (substitution neighbours only):
 # the means for their sensitivity, medians/quantiles for the default rule.
 USES_PUBLIC_N = ("mean", "trimmed-mean", "median", "quantile")
