@@ -356,22 +356,33 @@ def main(argv: list[str] | None = None) -> dict:
                     help="skip the joint and describe timings (kept from the saved JSON)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite the report from the saved JSON (no runs)")
-    ap.add_argument("--merge", default=None,
-                    help="fold the rows of docs/results/MERGE.json (another step's --out) "
-                         "into --out's JSON, then rewrite the report")
+    ap.add_argument("--merge", nargs="+", default=None,
+                    help="fold the rows of docs/results/NAME.json (other steps' --out) into "
+                         "--out's JSON (replacing its rows of the same data and n; timings "
+                         "taken where present), then rewrite the report")
+    ap.add_argument("--datasets", nargs="+", default=None, help="datasets to run")
     args = ap.parse_args(argv)
     command = "benchmarks/quantiles.py " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.report_only or args.merge:
         res = json.loads((OUT / f"{args.out}.json").read_text())
-        if args.merge:
-            other = json.loads((OUT / f"{args.merge}.json").read_text())
-            ns = {r["n"] for r in other["rows"]}
-            res["rows"] = [r for r in res["rows"] if r["n"] not in ns] + other["rows"]
+        for name in args.merge or []:
+            other = json.loads((OUT / f"{name}.json").read_text())
+            keys = {(r["dataset"], r["n"]) for r in other["rows"]}
+            res["rows"] = [r for r in res["rows"] if (r["dataset"], r["n"]) not in keys]
+            res["rows"] += other["rows"]
             res["notes"] = list(dict.fromkeys(res["notes"] + other["notes"]))
             res["peer_versions"] = {**other["peer_versions"], **res["peer_versions"]}
             res["seconds"] += other["seconds"]
+            for k in ("timing", "describe_timing"):
+                if other.get(k):
+                    res[k] = other[k]
+            res["commands"] = commands_of(res) + commands_of(other)
+        if args.merge:
+            order = {d: i for i, d in enumerate(("normal", "goog", "elevation"))}
+            res["rows"].sort(key=lambda r: (order.get(r["dataset"], 9), r["n"], r["epsilon"],
+                                            r["m"]))
             res["sign_tests"] = sign_tests(res["rows"])
-            res["commands"] = commands_of(res) + commands_of(other) + [command]
+            res["commands"] = res["commands"] + [command]
         write(res, args.out)
         return res
     if args.retime:
@@ -384,7 +395,7 @@ def main(argv: list[str] | None = None) -> dict:
         return res
     quick = args.quick
     ns = args.ns or ([1000, 10_000] if quick else [1000, 10_000, 100_000])
-    datasets = ["normal", "goog"] if quick else ["normal", "goog", "elevation"]
+    datasets = args.datasets or (["normal", "goog"] if quick else ["normal", "goog", "elevation"])
     trials = args.trials or (2 if quick else 10)
     t_start = time.perf_counter()
     rows, notes, versions = [], [], {}
