@@ -489,7 +489,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 def commands_of(res: dict) -> list[str]:
     """The command lines that produced a saved result (one per step)."""
-    return res.get("commands") or [f"benchmarks/quantiles.py{_flags(res)}"]
+    return list(dict.fromkeys(res.get("commands") or [f"benchmarks/quantiles.py{_flags(res)}"]))
 
 
 def _flags(res: dict) -> str:
