@@ -20,9 +20,16 @@ quantile| (empirical = x_(⌈qn⌉)); a cell reports the mean and the median of
 that over trials (a fresh dataset per trial), and the mean rank error (data
 points between the release and the empirical quantile, GJK's "missed points").
 
-``--quick``: n ∈ {10³, 10⁴}, two datasets, 3 trials (≤ 2 min); full run
-10 trials (≤ 30 min on 2 cores).  Also times the joint mechanism's secure
-release (forward pass + exact draw) at n = 10⁵, m = 19.
+The bound-free variant (m bound-free quantiles at ε/m, Durfee 2023) runs
+without the bounds.  The default's choice is tested by a sign test over the
+cells (joint against each other mechanism, per relation).
+
+``--quick``: n ∈ {10³, 10⁴}, two datasets, 2 trials (≤ 2 min); full run
+10 trials (≤ 30 min on 2 cores; ``--workers`` runs the (data, n) blocks in
+parallel).  Also times the joint mechanism's secure release (forward pass +
+exact draw) at n = 10⁵, m = 19, and ``Session.describe`` on a 10-column
+Parquet file (10⁶ rows; quick 10⁵) against DuckDB's exact ``SUMMARIZE`` of the
+same file in the same run.
 """
 
 from __future__ import annotations
@@ -35,12 +42,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from instancedp.mechanisms.independent_quantiles import IndependentQuantiles
 from instancedp.mechanisms.joint_quantiles import JointQuantiles
 from instancedp.mechanisms.recursive_quantiles import RecursiveQuantiles
+from instancedp.mechanisms.unbounded_quantiles import UnboundedQuantiles
 from instancedp.queries.quantiles import Quantiles
 from instancedp.random import simulation
 
@@ -181,7 +190,7 @@ def run_peer(peer: str, job: dict) -> tuple[list | None, str]:
 
 def time_joint(n: int = 100_000, m: int = 19, reps: int = 3) -> dict:
     x = np.random.default_rng(7).normal(0, 1, n)
-    out = {"n": n, "m": m}
+    out = {"n": n, "m": m, "reps": reps}
     for eps in (0.5, 2.0):
         mech = JointQuantiles(Quantiles(levels(m), -10.0, 10.0), eps)
         secure = []
@@ -204,6 +213,130 @@ def time_joint(n: int = 100_000, m: int = 19, reps: int = 3) -> dict:
     return out
 
 
+def run_block(dname: str, n: int, trials: int) -> dict:
+    """The instancedp mechanisms on one (dataset, n) block: rows, data and peer tasks."""
+    pool, bounds, desc = load_dataset(dname)
+    gen = np.random.default_rng([n, len(dname)])
+    data = [draw_data(pool, n, gen) for _ in range(trials)]
+    rows, peer_tasks = [], []
+    for eps in (0.5, 2.0):
+        for m in (3, 9, 19):
+            qs = levels(m)
+            res: dict[tuple, tuple] = {}
+            for rel in ("add_remove", "substitution"):
+                query = Quantiles(qs, *bounds, neighbours=rel)
+                mechs: dict[str, Any] = {
+                    "recursive (KSS 2022)": RecursiveQuantiles(query, eps),
+                    "unbounded ε/m (Durfee 2023)": UnboundedQuantiles(qs, eps, neighbours=rel),
+                }
+                if rel == "add_remove":
+                    mechs["joint (GJK 2021)"] = JointQuantiles(query, eps)
+                    mechs["independent ε/m"] = IndependentQuantiles(query, eps)
+                for label, mech in mechs.items():
+                    t0 = time.perf_counter()
+                    errs = []
+                    for k, x in enumerate(data):
+                        truth = query.value(x)
+                        out = mech.sample(x, 1, simulation([k, n, m]))[0]
+                        errs.append(score(x, truth, out))
+                    res[(label, rel)] = (errs, time.perf_counter() - t0)
+            for (label, _rel), (errs, secs) in list(res.items()):
+                if label in ("joint (GJK 2021)", "independent ε/m"):  # same law
+                    res[(label, "substitution")] = (errs, secs)
+            for k in range(trials):
+                peer_tasks.append({"data": k, "qs": qs, "eps_each": eps / m, "eps": eps, "m": m})
+            for (label, rel), (errs, secs) in res.items():
+                a = np.array(errs)
+                rows.append(
+                    {
+                        "dataset": dname,
+                        "n": n,
+                        "epsilon": eps,
+                        "m": m,
+                        "relation": rel,
+                        "method": label,
+                        "trials": trials,
+                        "mean_abs_error": float(a[:, 0].mean()),
+                        "median_abs_error": float(np.median(a[:, 0])),
+                        "mean_rank_error": float(a[:, 1].mean()),
+                        "per_trial_abs_error": a[:, 0].tolist(),
+                        "seconds": secs,
+                    }
+                )
+    return {"dname": dname, "n": n, "rows": rows, "peer_tasks": peer_tasks,
+            "data": data, "bounds": bounds, "desc": desc}
+
+
+def time_describe(rows: int, columns: int = 10) -> dict:
+    """Session.describe on a Parquet file vs DuckDB's exact SUMMARIZE, same run."""
+    import tempfile
+
+    import duckdb
+    import pandas as pd
+
+    from instancedp import Session
+    from instancedp.privacy import PureDP
+
+    gen = np.random.default_rng(11)
+    cols = {}
+    for j in range(columns):
+        kind = j % 3
+        cols[f"c{j}"] = (gen.normal(50, 10, rows) if kind == 0 else
+                         gen.lognormal(8, 1, rows) if kind == 1 else
+                         gen.integers(0, 100, rows).astype(np.int64))
+    out: dict[str, Any] = {"rows": rows, "columns": columns}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "t.parquet")
+        pd.DataFrame(cols).to_parquet(path)
+        con = duckdb.connect()
+        reps = 3
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            con.execute(f"SUMMARIZE SELECT * FROM read_parquet('{path}')").fetchall()
+            times.append(time.perf_counter() - t0)
+        out["duckdb_summarize_s"] = float(np.median(times))
+        out["duckdb_threads"] = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+        bounds = {c: (0.0, 1e6) for c in cols}
+        for label, b in (("bound_free", None), ("bounds", bounds)):
+            times = []
+            for _ in range(reps):
+                s = Session(path, PureDP(10.0))
+                t0 = time.perf_counter()
+                s.describe(1.0, bounds=b)
+                times.append(time.perf_counter() - t0)
+                s.close()
+            out[f"describe_{label}_s"] = float(np.median(times))
+            out[f"ratio_{label}"] = out[f"describe_{label}_s"] / out["duckdb_summarize_s"]
+    return out
+
+
+def sign_tests(rows: list[dict]) -> list[dict]:
+    """Joint (the bounded default) against each other mechanism: cells won, a two-sided
+    sign test over cells, and the geometric mean of the error ratio."""
+    from scipy.stats import binomtest
+
+    out = []
+    for rel in ("add_remove", "substitution"):
+        cells: dict[tuple, dict[str, float]] = {}
+        for r in rows:
+            if r["relation"] == rel:
+                key = (r["dataset"], r["n"], r["epsilon"], r["m"])
+                cells.setdefault(key, {})[r["method"]] = r["mean_abs_error"]
+        others = dict.fromkeys(m for c in cells.values() for m in c if m != "joint (GJK 2021)")
+        for other in others:
+            pairs = [(c["joint (GJK 2021)"], c[other]) for c in cells.values()
+                     if other in c and "joint (GJK 2021)" in c and c[other] > 0]
+            if not pairs:
+                continue
+            wins = sum(a < b for a, b in pairs)
+            ratio = float(np.exp(np.mean([np.log(max(a, 1e-300) / b) for a, b in pairs])))
+            p = float(binomtest(wins, len(pairs), 0.5).pvalue)
+            out.append({"relation": rel, "other": other, "cells": len(pairs), "joint_wins": wins,
+                        "sign_test_p": p, "geomean_ratio": ratio})
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -213,130 +346,150 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument(
         "--retime", action="store_true", help="only redo the joint timing; rewrite the report"
     )
+    ap.add_argument("--workers", type=int, default=1, help="processes for the (data, n) blocks")
+    ap.add_argument("--describe-rows", type=int, default=None,
+                    help="rows of the describe timing file (10⁶; quick 10⁵)")
+    ap.add_argument("--ns", type=int, nargs="+", default=None, help="row counts to run")
+    ap.add_argument("--append", action="store_true",
+                    help="merge into the saved JSON (replacing its rows at these n)")
+    ap.add_argument("--no-timing", action="store_true",
+                    help="skip the joint and describe timings (kept from the saved JSON)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rewrite the report from the saved JSON (no runs)")
+    ap.add_argument("--merge", nargs="+", default=None,
+                    help="fold the rows of docs/results/NAME.json (other steps' --out) into "
+                         "--out's JSON (replacing its rows of the same data and n; timings "
+                         "taken where present), then rewrite the report")
+    ap.add_argument("--datasets", nargs="+", default=None, help="datasets to run")
     args = ap.parse_args(argv)
+    command = "benchmarks/quantiles.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    if args.report_only or args.merge:
+        res = json.loads((OUT / f"{args.out}.json").read_text())
+        for name in args.merge or []:
+            other = json.loads((OUT / f"{name}.json").read_text())
+            keys = {(r["dataset"], r["n"]) for r in other["rows"]}
+            res["rows"] = [r for r in res["rows"] if (r["dataset"], r["n"]) not in keys]
+            res["rows"] += other["rows"]
+            res["notes"] = list(dict.fromkeys(res["notes"] + other["notes"]))
+            res["peer_versions"] = {**other["peer_versions"], **res["peer_versions"]}
+            res["seconds"] += other["seconds"]
+            for k in ("timing", "describe_timing"):
+                if other.get(k):
+                    res[k] = other[k]
+            res["commands"] = commands_of(res) + commands_of(other)
+        if args.merge:
+            order = {d: i for i, d in enumerate(("normal", "goog", "elevation"))}
+            res["rows"].sort(key=lambda r: (order.get(r["dataset"], 9), r["n"], r["epsilon"],
+                                            r["m"]))
+            res["sign_tests"] = sign_tests(res["rows"])
+            res["commands"] = res["commands"] + [command]
+        write(res, args.out)
+        return res
     if args.retime:
         res = json.loads((OUT / f"{args.out}.json").read_text())
         res["timing"] = time_joint()
+        res["describe_timing"] = time_describe(args.describe_rows or 1_000_000)
+        res["timing"]["load_average"] = os.getloadavg()
+        res["commands"] = commands_of(res) + [command]
         write(res, args.out)
         return res
     quick = args.quick
-    ns = [1000, 10_000] if quick else [1000, 10_000, 100_000]
-    datasets = ["normal", "goog"] if quick else ["normal", "goog", "elevation"]
+    ns = args.ns or ([1000, 10_000] if quick else [1000, 10_000, 100_000])
+    datasets = args.datasets or (["normal", "goog"] if quick else ["normal", "goog", "elevation"])
     trials = args.trials or (2 if quick else 10)
-    ms, epss = [3, 9, 19], [0.5, 2.0]
     t_start = time.perf_counter()
     rows, notes, versions = [], [], {}
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
-    for dname in datasets:
-        pool, bounds, desc = load_dataset(dname)
-        notes.append(f"{dname}: {desc}")
-        for n in ns:
-            gen = np.random.default_rng([n, len(dname)])
-            data = [draw_data(pool, n, gen) for _ in range(trials)]
-            peer_tasks = []
-            for eps in epss:
-                for m in ms:
-                    qs = levels(m)
-                    res: dict[str, list] = {}
-                    for rel in ("add_remove", "substitution"):
-                        query = Quantiles(qs, *bounds, neighbours=rel)
-                        mechs = {"recursive (KSS 2022)": RecursiveQuantiles(query, eps)}
-                        if rel == "add_remove":
-                            mechs["joint (GJK 2021)"] = JointQuantiles(query, eps)
-                            mechs["independent ε/m"] = IndependentQuantiles(query, eps)
-                        for label, mech in mechs.items():
-                            t0 = time.perf_counter()
-                            errs = []
-                            for k, x in enumerate(data):
-                                truth = query.value(x)
-                                out = mech.sample(x, 1, simulation([k, n, m]))[0]
-                                errs.append(score(x, truth, out))
-                            res[(label, rel)] = (errs, time.perf_counter() - t0)
-                    for (label, _rel), (errs, secs) in list(res.items()):
-                        if label != "recursive (KSS 2022)":  # same law under substitution
-                            res[(label, "substitution")] = (errs, secs)
-                    for k in range(trials):
-                        peer_tasks.append(
-                            {"data": k, "qs": qs, "eps_each": eps / m, "eps": eps, "m": m}
-                        )
-                    for (label, rel), (errs, secs) in res.items():
-                        a = np.array(errs)
-                        rows.append(
-                            {
-                                "dataset": dname,
-                                "n": n,
-                                "epsilon": eps,
-                                "m": m,
-                                "relation": rel,
-                                "method": label,
-                                "trials": trials,
-                                "mean_abs_error": float(a[:, 0].mean()),
-                                "median_abs_error": float(np.median(a[:, 0])),
-                                "mean_rank_error": float(a[:, 1].mean()),
-                                "seconds": secs,
-                            }
-                        )
-                    log(
-                        f"{dname} n={n} eps={eps} m={m} done "
-                        f"({time.perf_counter() - t_start:.0f} s)"
-                    )
-            job = {
-                "bounds": list(bounds),
-                "grid": 10_001,
-                "tasks": peer_tasks,
-                "data": [x.tolist() for x in data],
-            }
-            for peer in ("opendp", "tumult"):
-                if args.peer_max_n is not None and n > args.peer_max_n:
-                    info = f"{peer}: not run above n = {args.peer_max_n} (--peer-max-n, for time)"
-                    if info not in notes:
-                        notes.append(info)
-                    continue
-                t0 = time.perf_counter()
-                results, info = run_peer(peer, job)
-                if results is None:
-                    if info not in notes:
-                        notes.append(info)
-                    log(info)
-                    continue
-                versions[peer] = info
-                cells: dict[tuple, list] = {}
-                for task, out in zip(peer_tasks, results, strict=True):
-                    x = data[task["data"]]
-                    query = Quantiles(task["qs"], *bounds)
-                    cells.setdefault((task["eps"], task["m"]), []).append(
-                        score(x, query.value(x), np.array(out))
-                    )
-                for (eps, m), errs in cells.items():
-                    a = np.array(errs)
-                    rows.append(
-                        {
-                            "dataset": dname,
-                            "n": n,
-                            "epsilon": eps,
-                            "m": m,
-                            "relation": "add_remove",
-                            "method": f"{peer} ε/m",
-                            "trials": trials,
-                            "mean_abs_error": float(a[:, 0].mean()),
-                            "median_abs_error": float(np.median(a[:, 0])),
-                            "mean_rank_error": float(a[:, 1].mean()),
-                            "seconds": (time.perf_counter() - t0) / len(cells),
-                        }
-                    )
-                log(f"{peer} {dname} n={n} done ({time.perf_counter() - t_start:.0f} s)")
-    timing = time_joint()
+    blocks = [(d, n) for d in datasets for n in ns]
+    if args.workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.workers) as ex:
+            futs = [ex.submit(run_block, d, n, trials) for d, n in blocks]
+            done = [f.result() for f in futs]
+    else:
+        done = [run_block(d, n, trials) for d, n in blocks]
+    for block in done:
+        dname, n, data, bounds = block["dname"], block["n"], block["data"], block["bounds"]
+        peer_tasks = block["peer_tasks"]
+        rows += block["rows"]
+        if f"{dname}: {block['desc']}" not in notes:
+            notes.append(f"{dname}: {block['desc']}")
+        log(f"{dname} n={n} done ({time.perf_counter() - t_start:.0f} s)")
+        job = {
+            "bounds": list(bounds),
+            "grid": 10_001,
+            "tasks": peer_tasks,
+            "data": [x.tolist() for x in data],
+        }
+        for peer in ("opendp", "tumult"):
+            if args.peer_max_n is not None and n > args.peer_max_n:
+                info = f"{peer}: not run above n = {args.peer_max_n} (--peer-max-n, for time)"
+                if info not in notes:
+                    notes.append(info)
+                continue
+            t0 = time.perf_counter()
+            results, info = run_peer(peer, job)
+            if results is None:
+                if info not in notes:
+                    notes.append(info)
+                log(info)
+                continue
+            versions[peer] = info
+            cells: dict[tuple, list] = {}
+            for task, out in zip(peer_tasks, results, strict=True):
+                x = data[task["data"]]
+                query = Quantiles(task["qs"], *bounds)
+                cells.setdefault((task["eps"], task["m"]), []).append(
+                    score(x, query.value(x), np.array(out))
+                )
+            for (eps, m), errs in cells.items():
+                a = np.array(errs)
+                rows.append(
+                    {
+                        "dataset": dname,
+                        "n": n,
+                        "epsilon": eps,
+                        "m": m,
+                        "relation": "add_remove",
+                        "method": f"{peer} ε/m",
+                        "trials": trials,
+                        "mean_abs_error": float(a[:, 0].mean()),
+                        "median_abs_error": float(np.median(a[:, 0])),
+                        "mean_rank_error": float(a[:, 1].mean()),
+                        "seconds": (time.perf_counter() - t0) / len(cells),
+                    }
+                )
+            log(f"{peer} {dname} n={n} done ({time.perf_counter() - t_start:.0f} s)")
+    old = json.loads((OUT / f"{args.out}.json").read_text()) if args.append else {}
+    if old:
+        rows = [r for r in old["rows"] if r["n"] not in ns] + rows
+        notes = list(dict.fromkeys(old["notes"] + notes))
+        versions = {**old["peer_versions"], **versions}
+    if args.no_timing:
+        timing, describe_timing = old.get("timing"), old.get("describe_timing")
+    else:
+        timing = time_joint(reps=1 if quick else 3)
+        describe_timing = time_describe(args.describe_rows or (100_000 if quick else 1_000_000))
     result = {
         "quick": quick,
-        "seconds": time.perf_counter() - t_start,
+        "seconds": time.perf_counter() - t_start + old.get("seconds", 0.0),
         "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version()},
         "notes": notes,
         "peer_versions": versions,
         "timing": timing,
+        "describe_timing": describe_timing,
+        "sign_tests": sign_tests(rows),
+        "commands": (commands_of(old) if old else []) + [command],
         "rows": rows,
     }
     write(result, args.out)
     return result
+
+
+def commands_of(res: dict) -> list[str]:
+    """The command lines that produced a saved result (one per step)."""
+    return list(dict.fromkeys(res.get("commands") or [f"benchmarks/quantiles.py{_flags(res)}"]))
 
 
 def _flags(res: dict) -> str:
@@ -351,16 +504,38 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
+def goal_rows(rows: list[dict]) -> list[str]:
+    """Markdown rows: joint ÷ the better peer per (data, n, ε), for m = 3 and m = 9."""
+    best: dict[tuple, float] = {}
+    joint: dict[tuple, float] = {}
+    for r in rows:
+        if r["relation"] != "add_remove" or r["m"] not in (3, 9):
+            continue
+        key = (r["dataset"], r["n"], r["epsilon"], r["m"])
+        if r["method"] == "joint (GJK 2021)":
+            joint[key] = r["mean_abs_error"]
+        elif r["method"] in ("opendp ε/m", "tumult ε/m"):
+            best[key] = min(best.get(key, np.inf), r["mean_abs_error"])
+    out = []
+    for d, n, eps in dict.fromkeys(k[:3] for k in best):
+        cells = []
+        for m in (3, 9):
+            k = (d, n, eps, m)
+            cells.append(f"{joint[k] / best[k]:.2f}×" if k in best and k in joint else "–")
+        out.append(f"| {d} | {n} | {eps:g} | {cells[0]} | {cells[1]} |")
+    return out
+
+
 def write(res: dict, name: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     rows = res["rows"]
     (OUT / f"{name}.json").write_text(json.dumps(res, indent=1))
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    t = res["timing"]
+    t = res.get("timing")
     lines = [
         "# Several quantiles at total ε",
         "",
-        f"Generated by `benchmarks/quantiles.py{_flags(res)}` in "
+        "Generated by " + "; then ".join(f"`{c}`" for c in commands_of(res)) + " in "
         f"{res['seconds']:.0f} s on a machine with {res['machine']['cpu_count']} cores "
         f"({rows[0]['trials']} trials per cell, a fresh dataset per trial).  Levels j/(m+1), "
         "j = 1 … m.  Cell = mean over trials of the mean over the m levels of "
@@ -375,18 +550,66 @@ def write(res: dict, name: str) -> None:
         "",
         "Peers: " + (", ".join(res["peer_versions"].values()) or "none run (see notes)") + ".",
         "",
-        f"**Joint sampler time at n = {t['n']}, m = {t['m']}** (one secure release: forward "
-        "pass + exact draw, OS randomness, exactly rounded points; median of 3): "
-        + "; ".join(
-            f"ε = {e}: {t[e]['secure_release_s']:.2f} s (forward {t[e]['forward_s']:.2f} s, "
-            f"then {t[e]['draw_s'] * 1000:.0f} ms per further draw; margin η = {t[e]['eta']:.1e})"
-            for e in ("0.5", "2.0")
-        )
-        + ".",
+        (
+            f"**Joint sampler time at n = {t['n']}, m = {t['m']}** (one secure release: "
+            "forward pass + exact draw, OS randomness, exactly rounded points; median of "
+            + str(t.get("reps", 3))
+            + (f"; load average {t['load_average'][0]:.1f} on "
+               f"{res['machine']['cpu_count']} cores" if "load_average" in t else "")
+            + "): "
+            + "; ".join(
+                f"ε = {e}: {t[e]['secure_release_s']:.2f} s (forward {t[e]['forward_s']:.2f} s,"
+                f" then {t[e]['draw_s'] * 1000:.0f} ms per further draw; margin η = "
+                f"{t[e]['eta']:.1e})"
+                for e in ("0.5", "2.0")
+            )
+            + "."
+        ) if t else "Joint sampler time: not measured in this run (--no-timing).",
         "",
         f"![mean error against m, add/remove]({name}.png)",
         "",
     ]
+    d = res.get("describe_timing")
+    if d:
+        lines += [
+            f"**describe on a {d['rows']:,}-row, {d['columns']}-column Parquet file** (median "
+            f"of 3, same run): DuckDB's exact `SUMMARIZE` {d['duckdb_summarize_s']:.2f} s "
+            f"({d['duckdb_threads']} threads); `Session.describe(ε = 1)` without bounds "
+            f"{d['describe_bound_free_s']:.2f} s ({d['ratio_bound_free']:.1f}×), with bounds "
+            f"{d['describe_bounds_s']:.2f} s ({d['ratio_bounds']:.1f}×).",
+            "",
+        ]
+    goal = goal_rows(rows)
+    if goal:
+        lines += [
+            "## The default against the peers (add/remove, quartiles m = 3 and deciles m = 9)",
+            "",
+            "Joint mechanism's mean error ÷ the better of OpenDP and Tumult at ε/m each "
+            "(goal: ≤ 1.0× on quartiles, ≤ 0.5× on deciles, every cell).",
+            "",
+            "| data | n | ε | quartiles (m = 3) | deciles (m = 9) |",
+            "|---|---|---|---|---|",
+            *goal,
+            "",
+        ]
+    tests = res.get("sign_tests")
+    if tests:
+        lines += [
+            "## The default: joint against each mechanism, over all cells",
+            "",
+            "Sign test over cells (two-sided; H0: each mechanism equally likely to have the "
+            "lower mean error) and the geometric mean of the joint mechanism's error ÷ the "
+            "other's (below 1: joint better).",
+            "",
+            "| relation | against | cells | joint better | sign-test p | geomean joint ÷ other |",
+            "|---|---|---|---|---|---|",
+        ]
+        for t in tests:
+            lines.append(
+                f"| {t['relation'].replace('_', '/')} | {t['other']} | {t['cells']} | "
+                f"{t['joint_wins']} | {t['sign_test_p']:.2g} | {t['geomean_ratio']:.2f} |"
+            )
+        lines.append("")
     for rel in ("add_remove", "substitution"):
         lines += [f"## {rel.replace('_', '/')} neighbours", ""]
         cols = [m for m in methods if any(r["method"] == m and r["relation"] == rel for r in rows)]

@@ -119,6 +119,8 @@ def _fmt_value(v: Any) -> str:
         )
     if isinstance(v, float):
         return f"{v:.10g}"
+    if getattr(v, "ndim", 0) == 1:  # several quantiles: the sorted vector
+        return "[" + ", ".join(f"{float(x):.10g}" for x in v) + "]"
     return str(v)
 
 
@@ -147,6 +149,11 @@ MECHANISM_IN_WORDS: dict[str, str] = {
     "stable_release": "stability-based release (exact value or refusal)",
     "mode": "stability-based mode",
     "smalldb": "SmallDB synthetic data (Blum, Ligett and Roth 2008)",
+    "joint_quantiles": "joint exponential mechanism for m quantiles (Gillenwater, Joseph "
+    "and Kulesza 2021)",
+    "recursive_quantiles": "recursive approximate quantiles (Kaplan, Schnapp and Stemmer 2022)",
+    "independent_quantiles": "m exponential-mechanism quantiles at ε/m each",
+    "unbounded_quantiles": "m bound-free quantiles at ε/m each (Durfee 2023)",
     "ratio_ksw": "private ratio a/b (Kulesza, Suresh and Wang 2024, Alg. 3)",
     "ratio_naive": "private ratio: noisy a ÷ noisy b",
     "ratio_bounded_ls": "private ratio with privately bounded local sensitivity",
@@ -199,6 +206,8 @@ def summary_lines(release: Any, chosen: dict[str, Any] | None = None) -> list[tu
         what = str(stat)
         if "q" in params and str(stat) == "quantile":
             what += f" q={_num(params['q'])}"
+        if "qs" in params:  # several quantiles: the levels of the sorted vector
+            what += " at levels " + ", ".join(_num(q) for q in params["qs"])
         if chosen.get("column"):
             what += f" of column '{chosen['column']}'"
         elif chosen.get("sql"):
@@ -337,7 +346,8 @@ def release(
     statistic: Annotated[
         str,
         typer.Option(
-            help="One of: median, quantile, mean, trimmed-mean, count, sum, ratio, min, max.",
+            help="One of: median, quantile, mean, trimmed-mean, count, sum, ratio, min, max, "
+            "quantiles.",
         ),
     ] = "median",
     epsilon: Annotated[float, typer.Option(help="Privacy parameter ε > 0.")] = ...,  # type: ignore[assignment]
@@ -350,6 +360,15 @@ def release(
     ] = None,
     quantile: Annotated[
         float | None, typer.Option(help="Q in (0, 1) for --statistic quantile.")
+    ] = None,
+    quantiles: Annotated[
+        str | None,
+        typer.Option(
+            help="Levels for --statistic quantiles, e.g. --quantiles 0.25 0.5 0.75 (or "
+            "0.25,0.5,0.75): one release, one charge, a sorted vector. --mechanism: joint, "
+            "recursive, independent, unbounded (default: joint with --bounds, unbounded "
+            "without)."
+        ),
     ] = None,
     trim: Annotated[
         float | None, typer.Option(help="Trimmed fraction per side (trimmed-mean).")
@@ -494,6 +513,8 @@ def release(
         gamma=gamma,
         ptr_bound=ptr_bound,
     )
+    if quantiles is not None:
+        recipe["quantiles"] = _parse_floats(quantiles, "--quantiles")
     _check_statistic(statistic, "release")
     relation = _relation(neighbours)
     # Validates every public parameter before anything is read or charged.
@@ -733,6 +754,103 @@ def _check_statistic(statistic: str, command: str) -> None:
         f"--statistic must be one of {', '.join(mine)}; got {statistic!r}"
         + did_you_mean(st, mine)
     )
+
+
+def _describe_bounds(text: str | None) -> dict[str, tuple[float, float]] | None:
+    """``col=lo:hi,col2=lo:hi`` → {col: (lo, hi)}."""
+    if text is None:
+        return None
+    out: dict[str, tuple[float, float]] = {}
+    for item in text.split(","):
+        col, eq, rng = item.rpartition("=")
+        lo, colon, hi = rng.partition(":")
+        try:
+            if not (eq and colon and col):
+                raise ValueError
+            out[col] = (float(lo), float(hi))
+        except ValueError:
+            raise CLIError(
+                f"--bounds for describe takes COLUMN=LO:HI (one per column), got {item!r}"
+            ) from None
+    return out
+
+
+@app.command("describe")
+def describe_command(
+    file: Annotated[
+        str, typer.Argument(help="CSV/TSV or Parquet file.", show_default=False)
+    ],
+    epsilon: Annotated[float, typer.Option(help="Total ε > 0 for the whole summary.")] = ...,  # type: ignore[assignment]
+    columns: Annotated[
+        str | None,
+        typer.Option(help="Columns to describe (default: every declared numeric column; "
+                     "every column of a CSV), e.g. --columns age income."),
+    ] = None,
+    bounds: Annotated[
+        str | None,
+        typer.Option(help="Public bounds per column, COLUMN=LO:HI ... (bound-free quantiles "
+                     "for the others)."),
+    ] = None,
+    ledger: LedgerOpt = None,
+    budget_epsilon: BudgetEpsilonOpt = None,
+    budget_delta: BudgetDeltaOpt = None,
+    budget_rho: BudgetRhoOpt = None,
+    dataset_id: DatasetIdOpt = "default",
+    json_out: JsonOpt = False,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Seeded simulation randomness: NOT a secure release (demos only)."),
+    ] = None,
+    analyst: Annotated[
+        bool,
+        typer.Option("--analyst/--owner", help="Analyst mode (the default; needs the owner's "
+                     "existing ledger) or the data owner's mode."),
+    ] = True,
+    neighbours: Annotated[
+        str | None, typer.Option(help="Neighbour relation (describe runs under add-remove).")
+    ] = None,
+) -> None:
+    """A private describe(): count, mean, quartiles, 5th and 95th percentiles of every
+    numeric column, charged once."""
+    from .describe import print_table
+    from .privacy import PureDP
+    from .session import Session
+
+    cols = None if columns is None else [c for c in columns.split(",") if c]
+    col_bounds = _describe_bounds(bounds)
+    budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
+    if analyst:
+        _analyst_flags(budget, ledger)
+    relation = _relation(neighbours)
+    fresh = ledger is not None and not analyst and not Path(ledger).exists()
+    rng = _rng(seed)
+    try:
+        session = Session(
+            file,
+            None if analyst else (budget if (budget is not None or ledger is not None)
+                                  else PureDP(epsilon)),
+            ledger=ledger, dataset_id=dataset_id, analyst=analyst,
+            **({"neighbours": relation} if relation is not None else {}),
+        )
+        with session:
+            with _spinner("charging the ledger and computing the summary", as_json=json_out):
+                result = session.describe(epsilon, columns=cols, bounds=col_bounds, rng=rng)
+            remaining = session.remaining if ledger is not None else None
+    except ValueError:
+        if fresh and Path(ledger).exists():  # type: ignore[arg-type]
+            Path(ledger).unlink()  # type: ignore[arg-type]
+        raise
+    if not result.secure:
+        _warn_seeded()
+    if json_out:
+        out = result.to_dict()
+        out["remaining"] = remaining.as_dict() if remaining is not None else None
+        print(json.dumps(out, indent=2, default=str))
+        return
+    print_table(result)
+    if remaining is not None:
+        print(f"remaining  {remaining.describe()} (ledger {_ledger_label(ledger)}, "
+              f"dataset '{dataset_id}')")
 
 
 @app.command("release-graph")
@@ -1323,6 +1441,7 @@ PYTHON_TO_FLAG: tuple[tuple[str, str], ...] = (
     ("ledger=PATH", "--ledger PATH"),
     ("leave budget=None", "drop --budget-epsilon/--budget-delta/--budget-rho"),
     ("quantile=q", "--quantile Q"),
+    ("quantiles=[q1, ..., qm]", "--quantiles Q1 ... QM"),
     ("delta=d", "--delta D"),
     ("ptr_bound=b", "--ptr-bound B"),
     ("the sql query", "--sql"),
@@ -1342,6 +1461,8 @@ PARAMETER_FLAGS: dict[str, str] = {
     "epsilon": "--epsilon",
     "delta": "--delta",
     "quantile": "--quantile",
+    "quantiles": "--quantiles",
+    "columns": "--columns",
     "trim": "--trim",
     "gamma": "--gamma",
     "noise": "--noise",
@@ -1393,6 +1514,46 @@ def _whole_words() -> None:
     _textwrap.TextWrapper = WholeWords  # type: ignore[misc]
 
 
+#: flags that take a space-separated list (click options take one value): the
+#: values after the flag are joined with commas before parsing
+_LIST_FLAGS = ("--quantiles", "--columns", "--bounds")
+
+
+def _list_value(flag: str, token: str, command: str) -> bool:
+    """Does ``token`` continue the list after ``flag``?  (public: the command line only)"""
+    if token.startswith("--"):
+        return False
+    if flag == "--quantiles":
+        try:
+            float(token)
+        except ValueError:
+            return False
+        return True
+    if flag == "--bounds":  # describe's COL=LO:HI; release's --bounds LO HI is two numbers
+        return command == "describe" and "=" in token
+    # --columns (describe): names, never the FILE argument
+    return command == "describe" and not Path(token).exists()
+
+
+def _join_lists(args: list[str]) -> list[str]:
+    """``--quantiles 0.25 0.5 0.75`` → ``--quantiles 0.25,0.5,0.75`` (and describe's lists)."""
+    command = next((a for a in args if not a.startswith("-")), "")
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        out.append(a)
+        i += 1
+        if a in _LIST_FLAGS and (a != "--bounds" or command == "describe"):
+            vals = []
+            while i < len(args) and _list_value(a, args[i], command):
+                vals.append(args[i])
+                i += 1
+            if vals:
+                out.append(",".join(vals))
+    return out
+
+
 def _one_line(msg: str) -> str:
     return " ".join(str(msg).split())
 
@@ -1408,7 +1569,7 @@ def main(argv: list[str] | None = None) -> None:
         # The command list shows each description whole (click would cut it with "…").
         if sub.help and not sub.short_help:
             sub.short_help = " ".join(sub.help.strip().split("\n\n")[0].split())
-    args = sys.argv[1:] if argv is None else list(argv)
+    args = _join_lists(sys.argv[1:] if argv is None else list(argv))
     try:
         rv = command.main(args=args, prog_name="instancedp", standalone_mode=False)
     except BudgetExceeded as exc:

@@ -46,6 +46,9 @@ __all__ = [
     "build_mechanism",
     "check_input",
     "relation_for",
+    "QUANTILES_MECHANISMS",
+    "default_quantiles_mechanism",
+    "build_quantiles_mechanism",
 ]
 
 STATISTICS: tuple[str, ...] = (
@@ -58,6 +61,7 @@ STATISTICS: tuple[str, ...] = (
     "ratio",
     "min",
     "max",
+    "quantiles",
 )
 GRAPH_STATISTICS: tuple[str, ...] = ("triangles", "kstars", "two-triangles")
 MECHANISMS: tuple[str, ...] = (
@@ -71,6 +75,12 @@ MECHANISMS: tuple[str, ...] = (
     "naive",
     "sum-count",
 )
+#: mechanisms for several quantiles in one release (``statistic="quantiles"``);
+#: the short names map to registry keys ``<name>_quantiles``
+QUANTILES_MECHANISMS: tuple[str, ...] = ("joint", "recursive", "independent", "unbounded")
+#: the joint mechanism's forward pass is O(m²·n) and it is measured up to m = 19
+#: (docs/results/quantiles.md): above that the default is the recursive algorithm
+JOINT_MAX_LEVELS = 19
 # Statistics whose mechanism uses the public n (substitution neighbours only):
 # the means for their sensitivity, medians/quantiles for the default rule.
 USES_PUBLIC_N = ("mean", "trimmed-mean", "median", "quantile")
@@ -165,6 +175,8 @@ def default_mechanism(
     :data:`SMOOTH_QUANTILE_MIN_EPSILON_N`).  Under add/remove n is never used.
     """
     statistic = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
+    if statistic == "quantiles":  # with bounds and m ≤ JOINT_MAX_LEVELS
+        return default_quantiles_mechanism(1, bounded=True)
     if neighbours == "add_remove" and statistic in _DEFAULT_ADD_REMOVE:
         return _DEFAULT_ADD_REMOVE[statistic]
     if statistic in ("median", "quantile") and epsilon is not None:
@@ -225,6 +237,11 @@ def build_query(
             lo, hi = _validate.bounds(*bounds)
         except (TypeError, ValueError) as exc:
             raise ParameterError(str(exc), parameter="bounds", allowed="(lo, hi)") from None
+    if statistic == "quantiles":
+        raise ParameterError(
+            "statistic 'quantiles' has no single query: use build_quantiles_mechanism",
+            parameter="statistic",
+        )
     if quantile is not None and statistic != "quantile":
         raise ParameterError(
             f"quantile applies to statistic 'quantile' only, not {statistic!r}",
@@ -310,6 +327,7 @@ def build_mechanism(
     n: int | None = None,
     vertices: int | None = None,
     neighbours: str = "add_remove",
+    quantiles: Any = None,
 ) -> Any:
     """A validated mechanism from names, under the relation ``neighbours``.
 
@@ -334,6 +352,28 @@ def build_mechanism(
     if d == 0:
         d = None
     n = _public_n(n, rel) if statistic not in GRAPH_STATISTICS else None
+    if statistic == "quantiles" or quantiles is not None:
+        if statistic != "quantiles":
+            raise ParameterError(
+                f"quantiles applies to statistic 'quantiles' only, not {statistic!r}",
+                parameter="quantiles",
+            )
+        others = {"quantile": quantile, "trim": trim, "k": k, "noise": noise, "gamma": gamma,
+                  "ptr_bound": ptr_bound, "vertices": vertices}
+        for option, value in others.items():
+            if value is not None:
+                raise ParameterError(
+                    f"{option} does not apply to statistic 'quantiles' (its options: "
+                    "quantiles, bounds, mechanism)", parameter=option,
+                )
+        if d is not None:
+            raise ParameterError(
+                "the several-quantile mechanisms are pure ε-DP: leave delta unset",
+                parameter="delta",
+            )
+        return build_quantiles_mechanism(
+            quantiles, eps, mechanism=mechanism, bounds=bounds, neighbours=rel
+        )
     if mechanism is None and (noise is not None or gamma is not None):
         mechanism = "smooth"  # options that only the smooth mechanism takes imply it
     elif mechanism is None and ptr_bound is not None:
@@ -442,6 +482,99 @@ def build_mechanism(
     if d is None:
         raise _needs_delta("bounded-ls")
     return M.BoundedLocalSensitivity(query, None, eps / 2, eps / 2, d)
+
+
+def default_quantiles_mechanism(m: int, *, bounded: bool) -> str:
+    """The several-quantile mechanism used when none is named (public inputs only).
+
+    No bounds: ``unbounded`` (m bound-free quantiles at ε/m; the joint and
+    recursive mechanisms need a finite range).  With bounds: the joint
+    exponential mechanism (Gillenwater, Joseph & Kulesza 2021) for m ≤
+    :data:`JOINT_MAX_LEVELS` — the most accurate in most cells of
+    docs/results/quantiles.md under both relations, with the recursive
+    algorithm (Kaplan, Schnapp & Stemmer 2022) close on large n — and the
+    recursive algorithm above it, where the joint pass's O(m²·n) time grows.
+    Neither ε nor n enters the choice.
+    """
+    if not bounded:
+        return "unbounded"
+    return "joint" if m <= JOINT_MAX_LEVELS else "recursive"
+
+
+def build_quantiles_mechanism(
+    quantiles: Any,
+    epsilon: float,
+    *,
+    mechanism: str | None = None,
+    bounds: tuple[float, float] | None = None,
+    neighbours: str = "add_remove",
+) -> Any:
+    """A validated several-quantile mechanism: one release, one charge, a sorted vector.
+
+    ``quantiles``: the levels, strictly increasing in [0, 1] ((0, 1) without
+    bounds); ``mechanism``: ``joint``, ``recursive``, ``independent``,
+    ``unbounded`` (or their registry keys ``<name>_quantiles``); None = the
+    public default (:func:`default_quantiles_mechanism`).
+    """
+    from .mechanisms.independent_quantiles import IndependentQuantiles
+    from .mechanisms.joint_quantiles import JointQuantiles
+    from .mechanisms.recursive_quantiles import RecursiveQuantiles
+    from .mechanisms.unbounded_quantiles import UnboundedQuantiles
+    from .queries.quantiles import Quantiles, _levels
+
+    rel = relation_for(neighbours, "quantiles")
+    try:
+        eps = _validate.epsilon(epsilon)
+    except ValueError as exc:
+        raise ParameterError(str(exc), parameter="epsilon", allowed="finite > 0") from None
+    if quantiles is None:
+        raise ParameterError(
+            "statistic 'quantiles' needs quantiles=[q1, ..., qm], strictly increasing in [0, 1]",
+            parameter="quantiles",
+            allowed="strictly increasing levels in [0, 1]",
+        )
+    try:
+        levels = _levels(quantiles)
+    except ParameterError as exc:
+        raise ParameterError(
+            str(exc).replace("qs must", "quantiles must"), parameter="quantiles",
+            allowed="strictly increasing levels in [0, 1]",
+        ) from None
+    if mechanism is None:
+        name = default_quantiles_mechanism(len(levels), bounded=bounds is not None)
+    else:
+        name = str(mechanism).lower().replace("-", "_").removesuffix("_quantiles")
+        if name not in QUANTILES_MECHANISMS:
+            raise ParameterError(
+                f"mechanism for statistic 'quantiles' must be one of "
+                f"{', '.join(QUANTILES_MECHANISMS)}; got {mechanism!r}",
+                parameter="mechanism",
+                allowed=", ".join(QUANTILES_MECHANISMS),
+            )
+    if name == "unbounded":
+        if bounds is not None:
+            raise ParameterError(
+                "mechanism 'unbounded' takes no bounds (leave bounds unset, or choose "
+                "joint, recursive or independent)",
+                parameter="bounds",
+            )
+        return UnboundedQuantiles(levels, eps, neighbours=rel)
+    if bounds is None:
+        raise ParameterError(
+            f"mechanism {name!r} needs public bounds on the data: pass bounds=(lo, hi), "
+            "chosen without looking at the data (or leave mechanism unset for bound-free "
+            "quantiles)",
+            parameter="bounds",
+            allowed="(lo, hi), finite, lo < hi",
+        )
+    try:
+        lo, hi = _validate.bounds(*bounds)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(str(exc), parameter="bounds", allowed="(lo, hi)") from None
+    query = Quantiles(levels, lo, hi, neighbours=rel)
+    cls = {"joint": JointQuantiles, "recursive": RecursiveQuantiles,
+           "independent": IndependentQuantiles}[name]
+    return cls(query, eps)
 
 
 def check_input(statistic: str, data: np.ndarray) -> None:

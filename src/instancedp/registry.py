@@ -273,12 +273,51 @@ def _load_builtins() -> None:
         SmoothSensitivityMechanism,
         StableRelease,
     )
+    from .mechanisms.independent_quantiles import IndependentQuantiles
     from .mechanisms.inverse import InverseSensitivity
+    from .mechanisms.joint_quantiles import JointQuantiles
+    from .mechanisms.recursive_quantiles import RecursiveQuantiles
     from .mechanisms.sum_count import NoisySumOverCount
     from .mechanisms.unbounded import UnboundedQuantile
+    from .mechanisms.unbounded_quantiles import UnboundedQuantiles
     from .sources import CandidateQuantile
 
+    several = (
+        "each part is the single-quantile exponential mechanism or Durfee's bound-free "
+        "quantile, audited as such; the composition is tested in tests/test_mech_quantiles.py"
+    )
     builtins = [
+        Entry(
+            JointQuantiles.name,
+            JointQuantiles,
+            "m quantiles at once: the joint exponential mechanism, exact sampler (pure ε-DP; "
+            "Gillenwater, Joseph & Kulesza 2021)",
+            ("quantiles",),
+        ),
+        Entry(
+            RecursiveQuantiles.name,
+            RecursiveQuantiles,
+            "m quantiles by recursive median splits, error growing with log m (pure ε-DP; "
+            "Kaplan, Schnapp & Stemmer 2022)",
+            ("quantiles",),
+            exemption=several,
+        ),
+        Entry(
+            IndependentQuantiles.name,
+            IndependentQuantiles,
+            "m exponential-mechanism quantiles at ε/m each, sorted (pure ε-DP; the peers' way)",
+            ("quantiles",),
+            exemption=several,
+        ),
+        Entry(
+            UnboundedQuantiles.name,
+            UnboundedQuantiles,
+            "m quantiles without bounds: m bound-free quantiles at ε/m each, sorted (pure ε-DP; "
+            "Durfee 2023)",
+            ("quantiles",),
+            build=lambda q, e, d: UnboundedQuantiles(q.qs, e, neighbours=q.neighbours),
+            exemption=several,
+        ),
         Entry(
             UnboundedQuantile.name,
             UnboundedQuantile,

@@ -149,7 +149,7 @@ def apply_policy(values: np.ndarray, policy: dict[str, Any]) -> np.ndarray:
 #: the keyword options :meth:`Session.release_statistic` takes beyond its own
 RELEASE_OPTIONS = (
     "mechanism", "bounds", "quantile", "trim", "k", "noise", "gamma", "ptr_bound",
-    "calibration", "vertices", "resolution",
+    "calibration", "vertices", "resolution", "quantiles",
 )
 
 
@@ -511,7 +511,10 @@ class Session:
         :class:`~instancedp.groupby.GroupRelease` charged once.
 
         ``options`` are :func:`build_mechanism`'s: ``mechanism``, ``bounds``,
-        ``quantile``, ``trim``, ``k``, ``noise``, ``gamma``, ``ptr_bound``.
+        ``quantile``, ``trim``, ``k``, ``noise``, ``gamma``, ``ptr_bound``;
+        ``statistic="quantiles"`` takes ``quantiles=[q1, …, qm]`` and releases
+        the sorted vector in one record, charged once
+        (:func:`~instancedp.recipes.build_quantiles_mechanism`).
         ``drop_missing`` (default: the session's) drops NULL/NaN instead of
         refusing them.  Everything is validated before the ledger is touched.
         """
@@ -576,6 +579,27 @@ class Session:
         return self.release(
             mech, column, sql=sql, rng=rng, convert_delta=convert_delta, drop_missing=drop_missing
         )
+
+    def describe(
+        self,
+        epsilon: float,
+        *,
+        columns: Any = None,
+        bounds: dict[str, tuple[float, float]] | None = None,
+        rng: Any = None,
+    ) -> Any:
+        """A private summary of every numeric column, charged once (ε in total).
+
+        Per column: count, mean, the quartiles and the 5th and 95th
+        percentiles; columns from declared types only; ``bounds`` maps a
+        column to public (lo, hi), bound-free quantiles elsewhere.  The split
+        of ε is stated in the result (see :mod:`instancedp.describe`).
+        Returns a :class:`~instancedp.describe.DescribeResult`
+        (``to_frame()``: a pandas DataFrame; ``to_dict()``: the record).
+        """
+        from .describe import describe
+
+        return describe(self, epsilon, columns=columns, bounds=bounds, rng=rng)
 
     def _release_groups(
         self, statistic: Any, column: str | None, *, by: str, keys: Any, split: Any,

@@ -36,6 +36,7 @@ _NAMES = {
     "JointQuantiles": "joint_quantiles",
     "RecursiveQuantiles": "recursive_quantiles",
     "IndependentQuantiles": "independent_quantiles",
+    "UnboundedQuantiles": "unbounded_quantiles",
     "PrivateRatio": "ratio",
     "Mode": "stability",
     "SmoothSensitivityBound": "bounded_ls",
