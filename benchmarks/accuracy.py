@@ -362,7 +362,8 @@ def peer_version(py: Path, peer: str) -> str:
 def build_cells(args, log) -> tuple[list[dict], dict[str, np.ndarray]]:
     rng = np.random.default_rng(20261124)
     columns: dict[str, tuple[np.ndarray, float | None, str]] = {}
-    for name in SYNTHETIC_QUICK if args.quick else SYNTHETIC_FULL:
+    syn = args.synthetic.split(",") if args.synthetic else None
+    for name in syn or (SYNTHETIC_QUICK if args.quick else SYNTHETIC_FULL):
         columns[name] = (synthetic(name, 20000, rng), SYNTHETIC[name], "synthetic")
     real = real_columns(log)
     if args.quick:
@@ -412,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--draws", type=int, default=5, help="D releases per subsample")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--synthetic", help="comma-separated synthetic columns (default per mode)")
     ap.add_argument(
         "--report-only", action="store_true", help="rewrite the reports from the JSON in --out"
     )
@@ -694,7 +696,7 @@ def _markdown(summary: dict, out: Path, ours: list[str]) -> None:
                 + " |"
             )
     lines += ["", "## Log\n"] + [f"- {x}" for x in summary["log"]]
-    (out / "accuracy.md").write_text("\n".join(lines) + "\n")
+    _write_keeping_notes(out / "accuracy.md", lines)
 
     # neighbours.md: the default per relation against that relation's peers
     nl = [
@@ -710,14 +712,17 @@ def _markdown(summary: dict, out: Path, ours: list[str]) -> None:
     ]
     nl += _comp_table(comp, keys)
     nl += ["", "## Cells where the default loses (MAE; z = |log ratio| in standard errors)\n"]
-    nl += ["| instancedp | peer | cell | ratio | z |", "|---|---|---|---|---|"]
+    nl += ["| instancedp | peer | cell | ratio | z | why |", "|---|---|---|---|---|---|"]
+    by_key = {r["key"]: r for r in rows}
     for k in keys:
         if not k.endswith("|mae"):
             continue
         _, mine, p, _ = k.split("|")
         for cell, x, z in comp[k]["losing"]:
-            nl.append(f"| {mine} | {p} | {cell} | {x:.2f} | {z:.1f} |")
-    (out / "neighbours.md").write_text("\n".join(nl) + "\n")
+            nl.append(
+                f"| {mine} | {p} | {cell} | {x:.2f} | {z:.1f} | {why(by_key[cell], mine, p, z)} |"
+            )
+    _write_keeping_notes(out / "neighbours.md", nl)
     (out / "neighbours.json").write_text(
         json.dumps(
             {
@@ -728,6 +733,41 @@ def _markdown(summary: dict, out: Path, ours: list[str]) -> None:
             indent=1,
         )
     )
+
+
+NOTES_MARK = "<!-- notes: kept when the benchmark rewrites this file -->"
+
+
+def _write_keeping_notes(path: Path, lines: list[str]) -> None:
+    """Write the generated tables, keeping the hand-written reading below NOTES_MARK."""
+    notes = ""
+    if path.exists():
+        old = path.read_text()
+        if NOTES_MARK in old:
+            notes = old[old.index(NOTES_MARK) :]
+    path.write_text("\n".join(lines) + "\n\n" + (notes or NOTES_MARK + "\n"))
+
+
+def why(r: dict, mine: str, peer: str, z: float) -> str:
+    """A first reading of one losing cell, from its own numbers (the notes go further)."""
+    if peer == "best":
+        tag = mine.rsplit("/", 1)[1]
+        ps = [p for p in peers_of([r], tag) if p in r["mae"]]
+        peer = min(ps, key=lambda p: r["mae"][p])
+    if z < 2:
+        return f"within noise (z < 2; {peer})"
+    if r["medae"][peer] == 0 and r["medae"][mine] > 0:
+        hint = ""
+        if r["resolution"] is not None and not mine.startswith(
+            ("default+res", "em-grid", "em-log-grid")
+        ):
+            hint = "; `default+res` releases on the declared grid"
+        return (
+            f"{peer} hits the data's values exactly (median error 0): its grid holds the ties{hint}"
+        )
+    if peer.startswith("opendp-natural"):
+        return f"{peer}: the candidates are the data's resolution"
+    return f"{peer}: base measure (see the notes)"
 
 
 def _plot(summary: dict, out: Path) -> None:
