@@ -108,7 +108,7 @@ def run(args) -> dict:
                 }
                 for i, (mname, mech) in enumerate(mechs.items()):
                     t0 = time.time()
-                    v = mech.sample(g, args.draws, simulation(1000 + i))
+                    v = mech.sample(g, args.draws, simulation(1000 * len(rows) + i))
                     err = np.abs(np.asarray(v, float) - truth)
                     row["mae"][mname] = float(err.mean())
                     row["medae"][mname] = float(np.median(err))
