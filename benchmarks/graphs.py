@@ -19,7 +19,9 @@ Score: mean absolute error over T draws; the goal is the best instance-adaptive
 mechanism at ≤ 0.5× the smooth mechanism's error at ε = 1.
 
 ``--quick``: the networkx graphs and 10⁴-vertex power-law graphs, ε = 1,
-T = 200 (≤ 2 minutes).  Full: T = 1000, ε ∈ {0.5, 1, 2}, 10⁵ vertices too.
+T = 200 (574 s measured on the shared 2-core machine at a load average of
+about 20; the inverse mechanism's shells on the 10⁴-vertex graphs dominate).
+Full: T = 1000, ε ∈ {0.5, 1, 2}, 10⁵ vertices too (not yet run).
 """
 
 from __future__ import annotations
