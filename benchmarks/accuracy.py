@@ -2,28 +2,42 @@
 
 One benchmark, one JSON: ``docs/results/accuracy.{md,json,png}`` (every
 configuration, synthetic cells for tuning and real columns for reporting) and
-``docs/results/neighbours.md`` (the same real cells read per relation: the
-default under add/remove against every add/remove peer configuration, under
-substitution against every substitution one).
+``docs/results/neighbours.{md,json,png}`` (the real cells read per relation:
+the library's default under add/remove against every add/remove peer
+configuration, under substitution against every substitution one).
 
 Peers run in their own virtual environments, created by this script and cached
-by version under ``.bench-envs/`` (git-ignored): diffprivlib (scikit-learn
-< 1.6), OpenDP (``make_private_quantile`` on several candidate grids, with an
-unsized domain for add/remove and a sized one — one substitution is d_in = 2 —
-for substitution) and Tumult Core (``NoisyQuantile``, add/remove; it pins
-numpy 1.26 and pandas 1.5).  Every method sees the same subsamples (drawn
-once, with replacement, from each column, seeded) and is scored by the mean
-absolute error over the trials and the median absolute error, against the
-subsample's own order statistic x_m, m = max(1, ⌈q·n⌉).
+by version under ``.bench-envs/<peer>-<version>/`` (git-ignored), one process
+per environment over all cells: diffprivlib (scikit-learn < 1.6; its
+``quantile`` is the exponential mechanism with a uniform base, ε stated for
+one substitution), OpenDP (``make_private_quantile`` on several candidate
+grids, with an unsized domain for add/remove and a sized one — one
+substitution is d_in = 2 — for substitution) and Tumult Core
+(``NoisyQuantile``, add/remove; it pins numpy 1.26 and pandas 1.5).
 
-Bounds are public: "loose" puts the column's range in 5 % of the bounds
+Trials.  Each cell draws S subsamples (with replacement, seeded) of its column
+and releases D times on each (``Mechanism.sample``: one weights computation
+per subsample, D draws; the peers are called D times), S·D trials in all.
+Scores: the mean absolute error (MAE) over the trials and the median absolute
+error, against the subsample's own order statistic x_m, m = max(1, ⌈q·n⌉).
+Every method sees the same subsamples.
+
+Bounds are public: "wide" puts the column's range in 5 % of the bounds
 (lower = min − 2w, upper = max + 17w, w = max − min of the whole column);
-"x100" in 1 % (for the bound-free comparison).  The declared resolution of a
-column (1 for documented integer counts) is public schema, never inferred.
+"x100" in 1 % (lower = min − 10w, upper = max + 89w), where the bound-free
+release (``bounds=None``) is compared with the best bounded peer.  The
+declared resolution of a column (1 where its documentation says integer
+counts; in a real pipeline a Parquet/Arrow/SQL integer type) is public
+schema, never inferred from the values.
 
-``--quick``: n ∈ {101, 1001}, 500 trials, a subset of columns (≤ 2 minutes
-with the peers' environments present; a missing environment is skipped with
-the reason in the log).  Full: n ∈ {101, 1001, 10001}, every column.
+``--quick``: 3 columns (2 real, 1 synthetic), 10 × 5 = 50 trials per cell,
+peers included when their environment exists (about 3 CPU-minutes in all,
+spread over five processes).  Full: 9 columns, 100 × 5 = 500 trials per cell,
+creates the peers' environments when missing.  Estimated from the per-call
+costs (OpenDP 6.5 ms per call with 1,001 candidates, 25 ms with 4,001; Tumult
+12 ms at n = 1001; instancedp about 1.5 ms per draw) the full run needs about
+75 CPU-minutes, the largest process (OpenDP, one relation) about 25: more
+than 30 minutes on 2 cores; ``--subsamples`` scales it linearly.
 """
 
 from __future__ import annotations
@@ -42,11 +56,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 ENVS = ROOT / ".bench-envs"
+# peer → (distribution, pinned requirements); the environment's directory is named by version
 PEER_ENVS = {
-    "diffprivlib": ["diffprivlib==0.6.6", "scikit-learn<1.6"],
-    "opendp": ["opendp==0.12.0", "numpy"],
-    "tumult": ["tmlt.core==0.20.0"],
+    "diffprivlib": ("diffprivlib", ["diffprivlib==0.6.6", "scikit-learn<1.6"]),
+    "opendp": ("opendp", ["opendp==0.16.0", "numpy"]),
+    "tumult": ("tmlt.core", ["tmlt.core==0.20.0"]),
 }
+# OpenDP's natural grid (lower + k·resolution) is run when it has at most this many
+# candidates (its cost grows linearly in the candidates)
+NATURAL_MAX = 10_001
 
 
 # --------------------------------------------------------------------------- data
@@ -83,6 +101,9 @@ SYNTHETIC = {  # name → declared resolution (integer types are declared)
     "rounded-lognormal": 1.0,
     "mixture": None,
 }
+SYNTHETIC_FULL = ("lognormal", "poisson", "mixture")
+SYNTHETIC_QUICK = ("poisson",)
+REAL_QUICK = ("diabetes-tc", "cancer-area")
 
 
 def _sklearn_data() -> Path | None:
@@ -92,8 +113,9 @@ def _sklearn_data() -> Path | None:
 
 
 def real_columns(log) -> dict[str, tuple[np.ndarray, float | None]]:
-    """Public columns shipped offline: the repo's data, matplotlib's and
-    scikit-learn's sample data.  Resolution 1 where the documentation says counts."""
+    """Public columns shipped offline: the repo's sample data and scikit-learn's
+    (from the diffprivlib environment).  Resolution 1 where the documentation
+    says integer counts (a declared type, never inferred from the values)."""
     out: dict[str, tuple[np.ndarray, float | None]] = {}
     import csv
 
@@ -110,7 +132,7 @@ def real_columns(log) -> dict[str, tuple[np.ndarray, float | None]]:
     out["diabetes-age"] = (d[:, 0], 1.0)  # years
     out["diabetes-tc"] = (d[:, 4], 1.0)  # total cholesterol, mg/dl, integer
     w = np.loadtxt(sk / "wine_data.csv", delimiter=",", skiprows=1)
-    out["wine-proline"] = (w[:, 13], 1.0)
+    out["wine-proline"] = (w[:, 12], 1.0)  # column 13 is the class label
     b = np.loadtxt(sk / "breast_cancer.csv", delimiter=",", skiprows=1)
     out["cancer-area"] = (b[:, 3], None)
     return out
@@ -119,7 +141,7 @@ def real_columns(log) -> dict[str, tuple[np.ndarray, float | None]]:
 def bounds_for(col: np.ndarray, kind: str) -> tuple[float, float]:
     lo, hi = float(col.min()), float(col.max())
     w = max(hi - lo, 1.0)
-    if kind == "loose":
+    if kind == "wide":
         return lo - 2 * w, hi + 17 * w
     if kind == "x100":
         return lo - 10 * w, hi + 89 * w
@@ -129,20 +151,30 @@ def bounds_for(col: np.ndarray, kind: str) -> tuple[float, float]:
 # --------------------------------------------------------------------------- instancedp
 
 
-def our_methods(cell: dict) -> dict:
-    """name → (relation, release function x, source → value)."""
+def our_methods(cell: dict, quick: bool = False) -> dict:
+    """name → mechanism, for one cell (each name ends in its relation, /ar or /sub).
+
+    ``default/*`` is exactly what the library builds when no mechanism is
+    named (``recipes.build_mechanism``; under substitution with the public n);
+    ``default+res/*`` the same with the column's declared resolution."""
     sys.path.insert(0, str(ROOT / "src"))
-    from instancedp.mechanisms.quantile import ExponentialQuantile
+    import inspect
+
+    from instancedp.mechanisms.inverse import InverseSensitivity
+    from instancedp.mechanisms.quantile import BASES, ExponentialQuantile
     from instancedp.mechanisms.unbounded import UnboundedQuantile
     from instancedp.queries.order import Quantile
+    from instancedp.recipes import build_mechanism
 
-    q, eps, lo, hi, res = (
+    q, eps, lo, hi, res, n = (
         cell["q"],
         cell["epsilon"],
         cell["lower"],
         cell["upper"],
         cell["resolution"],
+        cell["n"],
     )
+    takes_res = "resolution" in inspect.signature(build_mechanism).parameters
 
     def query(rel):
         qq = Quantile(q, lo, hi)
@@ -151,40 +183,51 @@ def our_methods(cell: dict) -> dict:
 
     out = {}
     for rel, tag in (("add_remove", "ar"), ("substitution", "sub")):
-        out[f"em-uniform/{tag}"] = (rel, ExponentialQuantile(query(rel), eps))
-        out[f"em-log/{tag}"] = (rel, ExponentialQuantile(query(rel), eps, base="log"))
-        if res is not None:
-            out[f"em-grid/{tag}"] = (
-                rel,
-                ExponentialQuantile(query(rel), eps, base="grid", resolution=res),
+        if cell["bounds"] == "x100":
+            out[f"unbounded/{tag}"] = UnboundedQuantile(q, eps, neighbours=rel)
+            continue
+        public_n = n if rel == "substitution" else None
+        out[f"default/{tag}"] = build_mechanism(
+            "quantile", eps, bounds=(lo, hi), quantile=q, neighbours=rel, n=public_n
+        )
+        if res is not None and takes_res:
+            out[f"default+res/{tag}"] = build_mechanism(
+                "quantile",
+                eps,
+                bounds=(lo, hi),
+                quantile=q,
+                neighbours=rel,
+                n=public_n,
+                resolution=res,
             )
-        out[f"default/{tag}"] = out[f"em-grid/{tag}" if res is not None else f"em-log/{tag}"]
-        out[f"unbounded/{tag}"] = (rel, UnboundedQuantile(q, eps, neighbours=rel))
+        if quick:  # the defaults only
+            continue
+        out[f"em-uniform/{tag}"] = ExponentialQuantile(query(rel), eps)
+        out[f"em-log/{tag}"] = ExponentialQuantile(query(rel), eps, base="log")
+        if rel == "substitution":
+            # under add/remove the exact path length is a search of cost O(n^2) per
+            # interval (too slow at these n): the inverse mechanism runs under substitution
+            out[f"inverse/{tag}"] = InverseSensitivity(query(rel), eps)
+        if res is not None:
+            out[f"em-grid/{tag}"] = ExponentialQuantile(
+                query(rel), eps, base="grid", resolution=res
+            )
+            if "log-grid" in BASES:
+                out[f"em-log-grid/{tag}"] = ExponentialQuantile(
+                    query(rel), eps, base="log-grid", resolution=res
+                )
+            if rel == "substitution":
+                out[f"inverse-grid/{tag}"] = InverseSensitivity(query(rel), eps, resolution=res)
     return out
 
 
-def default_rule(resolution: float | None) -> str:
-    """The proposed default, from public information only: the declared
-    resolution picks the grid base, else the log base (both relations)."""
-    return "grid" if resolution is not None else "log"
-
-
-def run_ours(cell: dict, samples: np.ndarray, seed: int, quick: bool) -> dict[str, np.ndarray]:
+def run_ours(cell: dict, samples: np.ndarray, draws: int, quick: bool) -> dict[str, np.ndarray]:
     from instancedp.random import simulation
 
     out = {}
-    for name, (_, mech) in our_methods(cell).items():
-        if name.startswith("default/") or (quick and name == "unbounded/sub"):
-            continue
-        # bounded variants on the loose cells, the bound-free one on the x100 cells
-        if (cell["bounds"] == "x100") != name.startswith("unbounded/"):
-            continue
-        src = simulation(seed)
-        out[name] = np.array([mech.release(x, src).value for x in samples])
-    if cell["bounds"] == "loose":
-        for tag in ("ar", "sub"):
-            base = "em-grid" if cell["resolution"] is not None else "em-log"
-            out[f"default/{tag}"] = out[f"{base}/{tag}"]
+    for name, mech in our_methods(cell, quick).items():
+        src = simulation(cell["seed"])
+        out[name] = np.array([mech.sample(x, draws, src) for x in samples])
     return out
 
 
@@ -192,42 +235,54 @@ def run_ours(cell: dict, samples: np.ndarray, seed: int, quick: bool) -> dict[st
 
 
 def peer_grids(cell: dict) -> dict[str, np.ndarray]:
+    """OpenDP's candidate grids: 1001 and 4001 evenly spaced points over the bounds,
+    and the column's natural grid lower + k·resolution where its type declares one."""
     lo, hi, res = cell["lower"], cell["upper"], cell["resolution"]
-    grids = {"grid1k": np.linspace(lo, hi, 1001), "grid10k": np.linspace(lo, hi, 10001)}
-    if res is not None and (hi - lo) / res <= 20_000:
-        grids["natural"] = lo + res * np.arange(math.floor((hi - lo) / res) + 1)
+    grids = {"grid1k": np.linspace(lo, hi, 1001)}
+    if cell["bounds"] == "wide":
+        grids["grid4k"] = np.linspace(lo, hi, 4001)
+        if res is not None and (hi - lo) / res < NATURAL_MAX:
+            grids["natural"] = lo + res * np.arange(math.floor((hi - lo) / res) + 1)
     return grids
 
 
-def peer_main(peer: str, job: Path) -> None:
+def peer_main(peer: str, job: Path, relation: str | None) -> None:
     data = np.load(job / "samples.npz")
     cells = json.loads((job / "cells.json").read_text())
-    results = {}
+    draws = int((job / "draws").read_text())
+    results: dict[str, np.ndarray] = {}
     for cell in cells:
         key = cell["key"]
-        samples = data[key]
+        samples = data[cell["sample"]]
         rng = np.random.default_rng(cell["seed"])
         if peer == "diffprivlib":
             import diffprivlib.tools as dpl
 
-            vals = [
-                dpl.quantile(
-                    x,
-                    cell["q"],
-                    epsilon=cell["epsilon"],
-                    bounds=(cell["lower"], cell["upper"]),
-                    random_state=int(rng.integers(2**31)),
-                )
-                for x in samples
-            ]
-            results[f"{key}|diffprivlib/sub"] = vals
+            results[f"{key}|diffprivlib/sub"] = np.array(
+                [
+                    [
+                        dpl.quantile(
+                            x,
+                            cell["q"],
+                            epsilon=cell["epsilon"],
+                            bounds=(cell["lower"], cell["upper"]),
+                            random_state=int(rng.integers(2**31)),
+                        )
+                        for _ in range(draws)
+                    ]
+                    for x in samples
+                ]
+            )
         elif peer == "opendp":
             import opendp.prelude as dp
 
             dp.enable_features("contrib")
+            rels = (("ar", None, 1), ("sub", samples.shape[1], 2))
             for gname, grid in peer_grids(cell).items():
                 cands = [float(c) for c in grid]
-                for tag, size, d_in in (("ar", None, 1), ("sub", len(samples[0]), 2)):
+                for tag, size, d_in in rels:
+                    if relation is not None and tag != relation:
+                        continue
                     atom = dp.atom_domain(T=float, nan=False)
                     dom = dp.vector_domain(atom, size=size) if size else dp.vector_domain(atom)
 
@@ -249,9 +304,12 @@ def peer_main(peer: str, job: Path) -> None:
                     )
                     m = make(scale)
                     assert m.map(d_in) <= cell["epsilon"] * (1 + 1e-9)
-                    results[f"{key}|opendp-{gname}/{tag}"] = [
-                        m([float(v) for v in x]) for x in samples
-                    ]
+                    results[f"{key}|opendp-{gname}/{tag}"] = np.array(
+                        [
+                            [m(xs) for _ in range(draws)]
+                            for xs in (list(map(float, x)) for x in samples)
+                        ]
+                    )
         elif peer == "tumult":
             import pandas as pd
             import sympy
@@ -260,34 +318,41 @@ def peer_main(peer: str, job: Path) -> None:
             from tmlt.core.measurements.pandas_measurements.series import NoisyQuantile
             from tmlt.core.measures import PureDP
 
-            eps = sympy.Rational(str(cell["epsilon"]))
             m = NoisyQuantile(
                 PandasSeriesDomain(NumpyFloatDomain()),
                 PureDP(),
                 cell["q"],
                 cell["lower"],
                 cell["upper"],
-                eps,
+                sympy.Rational(str(cell["epsilon"])),
             )
-            results[f"{key}|tumult/ar"] = [float(m(pd.Series(x))) for x in samples]
-    np.savez(job / f"out-{peer}.npz", **{k: np.asarray(v, float) for k, v in results.items()})
+            results[f"{key}|tumult/ar"] = np.array(
+                [[float(m(s)) for _ in range(draws)] for s in (pd.Series(x) for x in samples)]
+            )
+    suffix = f"-{relation}" if relation else ""
+    np.savez(job / f"out-{peer}{suffix}.npz", **results)
+
+
+def env_dir(peer: str) -> Path:
+    req = PEER_ENVS[peer][1][0]
+    return ENVS / f"{peer}-{req.split('==')[1]}"
 
 
 def ensure_env(peer: str, log, create: bool) -> Path | None:
-    py = ENVS / peer / "bin" / "python"
+    py = env_dir(peer) / "bin" / "python"
     if py.exists():
         return py
     if not create:
-        log(f"peer {peer} skipped: no environment at {ENVS / peer} (run the full benchmark once)")
+        log(f"peer {peer} skipped: no environment at {env_dir(peer)} (the full run creates it)")
         return None
-    log(f"creating {ENVS / peer} with {PEER_ENVS[peer]}")
-    subprocess.run([sys.executable, "-m", "venv", str(ENVS / peer)], check=True)
-    subprocess.run([str(py), "-m", "pip", "-q", "install", *PEER_ENVS[peer]], check=True)
+    log(f"creating {env_dir(peer)} with {PEER_ENVS[peer][1]}")
+    subprocess.run([sys.executable, "-m", "venv", str(env_dir(peer))], check=True)
+    subprocess.run([str(py), "-m", "pip", "-q", "install", *PEER_ENVS[peer][1]], check=True)
     return py
 
 
-def peer_versions(py: Path, peer: str) -> str:
-    dist = {"diffprivlib": "diffprivlib", "opendp": "opendp", "tumult": "tmlt.core"}[peer]
+def peer_version(py: Path, peer: str) -> str:
+    dist = PEER_ENVS[peer][0]
     r = subprocess.run(
         [str(py), "-c", f"from importlib.metadata import version; print(version('{dist}'))"],
         capture_output=True,
@@ -302,29 +367,29 @@ def peer_versions(py: Path, peer: str) -> str:
 def build_cells(args, log) -> tuple[list[dict], dict[str, np.ndarray]]:
     rng = np.random.default_rng(20261124)
     columns: dict[str, tuple[np.ndarray, float | None, str]] = {}
-    syn = list(SYNTHETIC) if not args.quick else ["lognormal", "poisson", "mixture"]
-    for name in syn:
+    syn = args.synthetic.split(",") if args.synthetic else None
+    for name in syn or (SYNTHETIC_QUICK if args.quick else SYNTHETIC_FULL):
         columns[name] = (synthetic(name, 20000, rng), SYNTHETIC[name], "synthetic")
     real = real_columns(log)
     if args.quick:
-        real = {k: real[k] for k in ("goog-volume", "diabetes-tc", "cancer-area") if k in real}
+        real = {k: real[k] for k in REAL_QUICK if k in real}
     for name, (col, res) in real.items():
         columns[name] = (col, res, "real")
-    ns = [101, 1001] if args.quick else [101, 1001, 10001]
     cells, samples = [], {}
     seed = 0
     for name, (col, res, kind) in columns.items():
-        for n in ns:
-            sub = col[rng.integers(0, col.size, size=(args.trials, n))]
-            for bkind in ("loose", "x100"):
+        for n in (101, 1001):
+            skey = f"{name}|n={n}"
+            samples[skey] = col[rng.integers(0, col.size, size=(args.subsamples, n))]
+            for bkind in ("wide", "x100"):
                 lo, hi = bounds_for(col, bkind)
                 for eps in (0.25, 1.0):
                     for q in (0.5, 0.9):
-                        key = f"{name}|n={n}|eps={eps}|q={q}|{bkind}"
                         seed += 1
                         cells.append(
                             dict(
-                                key=key,
+                                key=f"{skey}|eps={eps}|q={q}|{bkind}",
+                                sample=skey,
                                 column=name,
                                 kind=kind,
                                 n=n,
@@ -337,7 +402,6 @@ def build_cells(args, log) -> tuple[list[dict], dict[str, np.ndarray]]:
                                 seed=seed,
                             )
                         )
-                        samples[key] = sub
     return cells, samples
 
 
@@ -350,22 +414,27 @@ def truth(samples: np.ndarray, q: float) -> np.ndarray:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--trials", type=int, default=500)
+    ap.add_argument("--subsamples", type=int, default=None, help="S (default 100; quick 10)")
+    ap.add_argument("--draws", type=int, default=5, help="D releases per subsample")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--synthetic", help="comma-separated synthetic columns (default per mode)")
     ap.add_argument(
         "--report-only", action="store_true", help="rewrite the reports from the JSON in --out"
     )
     ap.add_argument("--peer", help=argparse.SUPPRESS)
+    ap.add_argument("--relation", help=argparse.SUPPRESS)
     ap.add_argument("--job", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.peer:
-        peer_main(args.peer, args.job)
+        peer_main(args.peer, args.job, args.relation)
         return 0
     if args.report_only:
         summary = json.loads((args.out / "accuracy.json").read_text())
         write_reports(summary, args.out)
         return 0
+    if args.subsamples is None:
+        args.subsamples = 10 if args.quick else 100
     t0 = time.time()
     logs: list[str] = []
 
@@ -373,50 +442,60 @@ def main(argv: list[str] | None = None) -> int:
         logs.append(msg)
         print(msg, flush=True)
 
+    # the full run creates the environments first (scikit-learn's data come from one)
+    pys = {}
+    if not args.no_peers:
+        for peer in PEER_ENVS:
+            py = ensure_env(peer, log, create=not args.quick)
+            if py is not None:
+                pys[peer] = py
     cells, samples = build_cells(args, log)
-    log(f"{len(cells)} cells, {args.trials} trials each")
+    trials = args.subsamples * args.draws
+    log(
+        f"{len(cells)} cells, {args.subsamples} subsamples x {args.draws} draws = "
+        f"{trials} trials each"
+    )
     results: dict[str, dict[str, np.ndarray]] = {c["key"]: {} for c in cells}
     versions = {}
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp)
         np.savez(job / "samples.npz", **samples)
-        # peers only on the loose bounds (the x100 cells compare the bound-free release)
-        peer_cells = [c for c in cells if c["bounds"] == "loose"]
-        (job / "cells.json").write_text(json.dumps(peer_cells))
+        (job / "cells.json").write_text(json.dumps(cells))
+        (job / "draws").write_text(str(args.draws))
         procs = {}
-        if not args.no_peers:
-            for peer in PEER_ENVS:
-                py = ensure_env(peer, log, create=not args.quick)
-                if py is None:
-                    continue
-                versions[peer] = peer_versions(py, peer)
-                procs[peer] = subprocess.Popen(
-                    [str(py), __file__, "--peer", peer, "--job", str(job)],
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
+        for peer, py in pys.items():
+            versions[peer] = peer_version(py, peer)
+            # OpenDP is the slowest peer (its cost grows with the candidates): one
+            # process per relation
+            for rel in ("ar", "sub") if peer == "opendp" else (None,):
+                cmd = [str(py), __file__, "--peer", peer, "--job", str(job)]
+                if rel:
+                    cmd += ["--relation", rel]
+                procs[(peer, rel)] = subprocess.Popen(
+                    cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
                 )
         for cell in cells:
             results[cell["key"]].update(
-                run_ours(cell, samples[cell["key"]], cell["seed"], args.quick)
+                run_ours(cell, samples[cell["sample"]], args.draws, args.quick)
             )
         log(f"instancedp done at {time.time() - t0:.0f} s")
-        for peer, p in procs.items():
+        for (peer, rel), p in procs.items():
             out, _ = p.communicate()
             if p.returncode != 0:
                 log(f"peer {peer} failed: {out[-2000:]}")
                 continue
-            got = np.load(job / f"out-{peer}.npz")
+            got = np.load(job / f"out-{peer}{'-' + rel if rel else ''}.npz")
             for k in got.files:
-                full = k[: k.rindex("|")]
-                results[full][k[k.rindex("|") + 1 :]] = got[k]
-            log(f"peer {peer} done at {time.time() - t0:.0f} s")
+                results[k[: k.rindex("|")]][k[k.rindex("|") + 1 :]] = got[k]
+            log(f"peer {peer}{' ' + rel if rel else ''} done at {time.time() - t0:.0f} s")
     summary = summarise(cells, samples, results)
     summary.update(
         versions=versions,
         log=logs,
         quick=args.quick,
-        trials=args.trials,
+        subsamples=args.subsamples,
+        draws=args.draws,
+        trials=trials,
         seconds=round(time.time() - t0, 1),
     )
     write_reports(summary, args.out)
@@ -427,202 +506,326 @@ def main(argv: list[str] | None = None) -> int:
 def summarise(cells, samples, results) -> dict:
     table = []
     for cell in cells:
-        t = truth(samples[cell["key"]], cell["q"])
-        row = {k: v for k, v in cell.items() if k not in ("lower", "upper")}
-        row["lower"], row["upper"] = cell["lower"], cell["upper"]
-        row["mae"], row["medae"] = {}, {}
+        t = truth(samples[cell["sample"]], cell["q"])[:, None]
+        row = dict(cell)
+        row["mae"], row["medae"], row["se"] = {}, {}, {}
         for name, vals in results[cell["key"]].items():
             err = np.abs(np.asarray(vals, float) - t)
             row["mae"][name] = float(err.mean())
             row["medae"][name] = float(np.median(err))
+            # standard error of the MAE from the S independent subsamples
+            per = err.mean(axis=1)
+            row["se"][name] = float(per.std(ddof=1) / math.sqrt(per.size)) if per.size > 1 else 0.0
         table.append(row)
     return {"cells": table}
 
 
-def _ratios(rows, ours: str, peer: str) -> list[tuple[str, float]]:
-    out = []
-    for r in rows:
-        if ours in r["mae"] and peer in r["mae"]:
-            # floor: an exact hit (MAE 0) on a grid counts as 1e-9 of the column's width
-            floor = 1e-9 * (r["upper"] - r["lower"])
-            out.append((r["key"], max(r["mae"][ours], floor) / max(r["mae"][peer], floor)))
-    return out
+# --------------------------------------------------------------------------- reports
+
+PEER_PREFIXES = {"ar": ("opendp", "tumult"), "sub": ("opendp", "diffprivlib")}
+
+
+def _floor(r: dict) -> float:
+    # an exact hit (MAE 0, on a grid) counts as 1e-9 of the bounds' width
+    return 1e-9 * (r["upper"] - r["lower"])
+
+
+def _ratio(r: dict, mine: str, peer: str, stat: str = "mae") -> tuple[float, float]:
+    """(ratio, z): MAE ratio and |log ratio| in standard errors (independent-error bound)."""
+    f = _floor(r)
+    a, b = max(r[stat][mine], f), max(r[stat][peer], f)
+    sa, sb = r["se"].get(mine, 0.0) / a, r["se"].get(peer, 0.0) / b
+    sd = math.sqrt(sa * sa + sb * sb)
+    return a / b, (abs(math.log(a / b)) / sd if sd > 0 else math.inf)
 
 
 def _gm(vals: list[float]) -> float:
     return float(np.exp(np.mean(np.log(vals)))) if vals else math.nan
 
 
+def peers_of(rows: list[dict], tag: str) -> list[str]:
+    return sorted(
+        {
+            k
+            for r in rows
+            for k in r["mae"]
+            if k.endswith("/" + tag) and k.startswith(PEER_PREFIXES[tag])
+        }
+    )
+
+
+def _stats(rs: list[tuple[str, float, float]]) -> dict:
+    v = [x for _, x, _ in rs]
+    qs = np.quantile(v, [0.0, 0.25, 0.5, 0.75, 1.0])
+    return {
+        "geomean": _gm(v),
+        "quartiles": [float(x) for x in qs],
+        "cells": len(v),
+        "cells_le_1": sum(x <= 1.0 for x in v),
+        "cells_le_0.5": sum(x <= 0.5 for x in v),
+        "losing": sorted([(k, x, z) for k, x, z in rs if x > 1.0], key=lambda t: -t[1]),
+    }
+
+
+def compare(rows: list[dict], mine_tag: str, peer: str, stat: str = "mae") -> dict | None:
+    """mine ÷ peer per cell; ``peer`` may be "best" (the best configuration of the relation)."""
+    tag = mine_tag.rsplit("/", 1)[1]
+    rs = []
+    for r in rows:
+        if mine_tag not in r[stat]:
+            continue
+        if peer == "best":
+            ps = [p for p in peers_of([r], tag) if p in r[stat]]
+            if not ps:
+                continue
+            p = min(ps, key=lambda p: r[stat][p])
+        elif peer in r[stat]:
+            p = peer
+        else:
+            continue
+        x, z = _ratio(r, mine_tag, p, stat)
+        rs.append((r["key"], x, z))
+    return _stats(rs) if rs else None
+
+
 def write_reports(summary: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows = summary["cells"]
-    peers_ar = sorted(
-        {
-            k
-            for r in rows
-            for k in r["mae"]
-            if k.endswith("/ar") and k.split("/")[0].startswith(("opendp", "tumult"))
-        }
+    # what a user gets who declares the column's type: default+res where the column
+    # has a declared resolution, else default
+    for r in rows:
+        for tag in ("ar", "sub"):
+            src = f"default+res/{tag}" if f"default+res/{tag}" in r["mae"] else f"default/{tag}"
+            if src in r["mae"]:
+                for stat in ("mae", "medae", "se"):
+                    r[stat][f"default-declared/{tag}"] = r[stat][src]
+    ours = sorted(
+        {k for r in rows for k in r["mae"]} - set(peers_of(rows, "ar")) - set(peers_of(rows, "sub"))
     )
-    peers_sub = sorted(
-        {
-            k
-            for r in rows
-            for k in r["mae"]
-            if k.endswith("/sub") and k.split("/")[0].startswith(("opendp", "diffprivlib"))
-        }
-    )
-    ours = sorted({k for r in rows for k in r["mae"]} - set(peers_ar) - set(peers_sub))
-    comp = {}
+    comp: dict[str, dict] = {}
     for kind in ("synthetic", "real"):
-        sel = [r for r in rows if r["kind"] == kind and r["bounds"] == "loose"]
-        for tag, peers in (("ar", peers_ar), ("sub", peers_sub)):
+        sel = [r for r in rows if r["kind"] == kind and r["bounds"] == "wide"]
+        for tag in ("ar", "sub"):
             for mine in [o for o in ours if o.endswith("/" + tag)]:
-                for p in peers:
-                    rs = _ratios(sel, mine, p)
-                    if rs:
-                        v = [x for _, x in rs]
-                        comp[f"{kind}|{mine}|{p}"] = {
-                            "geomean": _gm(v),
-                            "max": max(v),
-                            "min": min(v),
-                            "cells": len(v),
-                            "cells_le_1": sum(x <= 1.0 for x in v),
-                            "cells_le_0.5": sum(x <= 0.5 for x in v),
-                            "losing": sorted([k for k, x in rs if x > 1.0]),
-                        }
-    # bound-free at x100 bounds vs the best bounded peer at the loose bounds of the same cell
-    unb = {}
+                for p in [*peers_of(sel, tag), "best"]:
+                    for stat in ("mae", "medae"):
+                        c = compare(sel, mine, p, stat)
+                        if c:
+                            comp[f"{kind}|{mine}|{p}|{stat}"] = c
+    # bound-free at the x100 cells vs the best bounded peer with the same x100 bounds
+    unb: dict[str, dict] = {}
     for kind in ("synthetic", "real"):
-        for tag, peers in (("ar", peers_ar), ("sub", peers_sub)):
-            v = []
-            for r in rows:
-                if r["kind"] != kind or r["bounds"] != "x100":
-                    continue
-                loose = next(x for x in rows if x["key"] == r["key"].replace("|x100", "|loose"))
-                best = [loose["mae"][p] for p in peers if p in loose["mae"]]
-                if best and f"unbounded/{tag}" in r["mae"]:
-                    floor = 1e-9 * (loose["upper"] - loose["lower"])
-                    v.append(max(r["mae"][f"unbounded/{tag}"], floor) / max(min(best), floor))
-            if v:
-                unb[f"{kind}|{tag}"] = {
-                    "geomean": _gm(v),
-                    "max": max(v),
-                    "cells": len(v),
-                    "cells_le_2": sum(x <= 2 for x in v),
-                }
+        sel = [r for r in rows if r["kind"] == kind and r["bounds"] == "x100"]
+        for tag in ("ar", "sub"):
+            c = compare(sel, f"unbounded/{tag}", "best")
+            if c:
+                c["cells_le_2"] = sum(
+                    x <= 2.0 for r in sel for x in [_unb_ratio(r, tag)] if x is not None
+                )
+                unb[f"{kind}|{tag}"] = c
     summary["comparisons"] = comp
     summary["unbounded_vs_best_bounded_peer"] = unb
     (out / "accuracy.json").write_text(json.dumps(summary, indent=1, default=float))
-    _markdown(summary, out, peers_ar, peers_sub, ours)
+    _markdown(summary, out, ours)
     _plot(summary, out)
 
 
-def _markdown(summary, out: Path, peers_ar, peers_sub, ours) -> None:
-    rows = summary["cells"]
-    comp = summary["comparisons"]
-    head = (
+def _unb_ratio(r: dict, tag: str) -> float | None:
+    ps = [p for p in peers_of([r], tag) if p in r["mae"]]
+    if not ps or f"unbounded/{tag}" not in r["mae"]:
+        return None
+    return _ratio(r, f"unbounded/{tag}", min(ps, key=lambda p: r["mae"][p]))[0]
+
+
+def _fmt_q(c: dict) -> str:
+    return " / ".join(f"{x:.2f}" for x in c["quartiles"])
+
+
+def _comp_table(comp: dict, keys: list[str]) -> list[str]:
+    lines = [
+        "| data | instancedp | peer | stat | geomean | min / q1 / median / q3 / max "
+        "| ≤ 1 | ≤ 0.5 | cells |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for key in keys:
+        c = comp[key]
+        kind, mine, p, stat = key.split("|")
+        lines.append(
+            f"| {kind} | {mine} | {p} | {stat} | {c['geomean']:.3f} | {_fmt_q(c)} | "
+            f"{c['cells_le_1']} | {c['cells_le_0.5']} | {c['cells']} |"
+        )
+    return lines
+
+
+def _header(summary: dict) -> str:
+    return (
         f"Generated by `benchmarks/accuracy.py{' --quick' if summary['quick'] else ''}` "
-        f"({summary['trials']} trials per cell, {summary['seconds']} s). Peers: "
+        f"({summary['subsamples']} subsamples × {summary['draws']} releases = "
+        f"{summary['trials']} trials per cell, {summary['seconds']} s). Peers: "
         + ", ".join(f"{k} {v}" for k, v in summary["versions"].items())
         + ".\n"
     )
+
+
+def _markdown(summary: dict, out: Path, ours: list[str]) -> None:
+    rows = summary["cells"]
+    comp = summary["comparisons"]
+    head = _header(summary)
     lines = [
         "# Accuracy of private quantiles\n",
         head,
-        "MAE ratio = instancedp's MAE ÷ the peer's on the same subsamples (< 1: instancedp "
-        "is more accurate). Loose bounds: the column's range fills 5 % of them.\n",
-        "## Geometric mean of the MAE ratio, per peer configuration\n",
-        "| data | instancedp | peer | geomean | min | max | cells ≤ 1 | cells ≤ 0.5 | cells |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "Ratio = instancedp's error ÷ the peer's on the same subsamples (< 1: instancedp is "
+        "more accurate); `mae` = mean absolute error, `medae` = median absolute error. "
+        "Wide bounds: the column's range fills 5 % of them. `best` = the best peer "
+        "configuration of the relation in each cell. Relations: `/ar` add/remove, `/sub` "
+        "substitution (one row replaced, n public); each method is compared with the peers "
+        "of its own relation only.\n",
+        "## Every configuration against every peer configuration (MAE)\n",
     ]
-    for key, c in sorted(comp.items()):
-        kind, mine, p = key.split("|")
-        lines.append(
-            f"| {kind} | {mine} | {p} | {c['geomean']:.3f} | {c['min']:.3f} | "
-            f"{c['max']:.3f} | {c['cells_le_1']} | {c['cells_le_0.5']} | {c['cells']} |"
-        )
+    lines += _comp_table(comp, [k for k in sorted(comp) if k.endswith("|mae")])
     lines += [
         "",
-        "## Bound-free (bounds=None) vs the best bounded peer (x100 cells)\n",
-        "| data | relation | geomean | max | cells ≤ 2× | cells |",
+        "## Bound-free (bounds=None) vs the best bounded peer, bounds 100× the data's range\n",
+        "| data | relation | geomean | min / q1 / median / q3 / max | cells ≤ 2× | cells |",
         "|---|---|---|---|---|---|",
     ]
     for key, c in sorted(summary["unbounded_vs_best_bounded_peer"].items()):
         kind, tag = key.split("|")
         lines.append(
-            f"| {kind} | {tag} | {c['geomean']:.3f} | {c['max']:.3f} | "
-            f"{c['cells_le_2']} | {c['cells']} |"
+            f"| {kind} | {tag} | {c['geomean']:.3f} | {_fmt_q(c)} | {c['cells_le_2']} | "
+            f"{c['cells']} |"
         )
-    lines += ["", "## Per cell (real columns, loose bounds): MAE\n"]
-    names = (
-        [o for o in ours if o.startswith(("default", "em-", "unbounded"))] + peers_ar + peers_sub
-    )
-    lines.append("| cell | " + " | ".join(names) + " |")
-    lines.append("|---" * (len(names) + 1) + "|")
-    for r in rows:
-        if r["kind"] == "real" and r["bounds"] == "loose":
+    for bk in ("wide", "x100"):
+        sel = [r for r in rows if r["kind"] == "real" and r["bounds"] == bk]
+        names = [o for o in ours if any(o in r["mae"] for r in sel)]
+        names += [p for t in ("ar", "sub") for p in peers_of(sel, t)]
+        lines += ["", f"## Per cell (real columns, {bk} bounds): MAE\n"]
+        lines.append("| cell | " + " | ".join(names) + " |")
+        lines.append("|---" * (len(names) + 1) + "|")
+        for r in sel:
             lines.append(
-                f"| {r['key']} | "
+                f"| {r['key'].rsplit('|', 1)[0]} | "
                 + " | ".join(f"{r['mae'].get(nm, float('nan')):.4g}" for nm in names)
                 + " |"
             )
     lines += ["", "## Log\n"] + [f"- {x}" for x in summary["log"]]
-    (out / "accuracy.md").write_text("\n".join(lines) + "\n")
+    _write_keeping_notes(out / "accuracy.md", lines)
 
     # neighbours.md: the default per relation against that relation's peers
     nl = [
         "# Quantiles per neighbour relation\n",
         head,
-        "The default (`default/ar`, `default/sub`: grid base on a declared resolution, else "
-        "the log base) against every peer configuration of the same relation, real columns, "
-        "loose bounds. Tuned on the synthetic cells only.\n",
-        "| relation | peer | geomean | min | max | cells ≤ 1 | cells ≤ 0.5 | cells | losing |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "The library's default (`default/ar`, `default/sub`: what `build_mechanism` returns "
+        "when no mechanism is named; `default+res`: the same with the column's declared "
+        "resolution, on the columns that declare one; `default-declared`: `default+res` where "
+        "the column declares a resolution, else `default` — what a user who declares the "
+        "column's type gets) against every peer configuration of the same relation and the "
+        "best of them per cell, real columns, wide bounds. Tuned on the synthetic cells "
+        "only.\n",
     ]
-    for tag, peers in (("ar", peers_ar), ("sub", peers_sub)):
-        for p in peers:
-            c = comp.get(f"real|default/{tag}|{p}")
-            if c:
-                nl.append(
-                    f"| {tag} | {p} | {c['geomean']:.3f} | {c['min']:.3f} | {c['max']:.3f} | "
-                    f"{c['cells_le_1']} | {c['cells_le_0.5']} | {c['cells']} | "
-                    f"{'; '.join(c['losing'][:6])}{' …' if len(c['losing']) > 6 else ''} |"
-                )
-    (out / "neighbours.md").write_text("\n".join(nl) + "\n")
+    keys = [
+        k for k in sorted(comp) if k.startswith("real|default") and k.endswith(("|mae", "|medae"))
+    ]
+    nl += _comp_table(comp, keys)
+    nl += ["", "## Cells where the default loses (MAE; z = |log ratio| in standard errors)\n"]
+    nl += ["| instancedp | peer | cell | ratio | z | why |", "|---|---|---|---|---|---|"]
+    by_key = {r["key"]: r for r in rows}
+    for k in keys:
+        if not k.endswith("|mae"):
+            continue
+        _, mine, p, _ = k.split("|")
+        for cell, x, z in comp[k]["losing"]:
+            nl.append(
+                f"| {mine} | {p} | {cell} | {x:.2f} | {z:.1f} | {why(by_key[cell], mine, p, z)} |"
+            )
+    _write_keeping_notes(out / "neighbours.md", nl)
     (out / "neighbours.json").write_text(
-        json.dumps({k: v for k, v in comp.items() if k.startswith("real|default/")}, indent=1)
+        json.dumps(
+            {
+                "versions": summary["versions"],
+                "trials": summary["trials"],
+                "comparisons": {k: comp[k] for k in keys},
+            },
+            indent=1,
+        )
     )
 
 
-def _plot(summary, out: Path) -> None:
+NOTES_MARK = "<!-- notes: kept when the benchmark rewrites this file -->"
+
+
+def _write_keeping_notes(path: Path, lines: list[str]) -> None:
+    """Write the generated tables, keeping the hand-written reading below NOTES_MARK."""
+    notes = ""
+    if path.exists():
+        old = path.read_text()
+        if NOTES_MARK in old:
+            notes = old[old.index(NOTES_MARK) :]
+    path.write_text("\n".join(lines) + "\n\n" + (notes or NOTES_MARK + "\n"))
+
+
+def why(r: dict, mine: str, peer: str, z: float) -> str:
+    """A first reading of one losing cell, from its own numbers (the notes go further)."""
+    if peer == "best":
+        tag = mine.rsplit("/", 1)[1]
+        ps = [p for p in peers_of([r], tag) if p in r["mae"]]
+        peer = min(ps, key=lambda p: r["mae"][p])
+    if z < 2:
+        return f"within noise (z < 2; {peer})"
+    if r["medae"][peer] == 0 and r["medae"][mine] > 0:
+        hint = ""
+        if r["resolution"] is not None and not mine.startswith(
+            ("default+res", "em-grid", "em-log-grid")
+        ):
+            hint = "; `default+res` releases on the declared grid"
+        return (
+            f"{peer} hits the data's values exactly (median error 0): its grid holds the ties{hint}"
+        )
+    if peer.startswith("opendp-natural"):
+        return f"{peer}: the candidates are the data's resolution"
+    return f"{peer}: base measure (see the notes)"
+
+
+def _plot(summary: dict, out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    comp = summary["comparisons"]
-    keys = [k for k in sorted(comp) if "|default/" in k]
-    if not keys:
-        return
     rows = summary["cells"]
-    fig, ax = plt.subplots(figsize=(9, 0.4 * len(keys) + 1.5))
-    for i, k in enumerate(keys):
-        kind, mine, p = k.split("|")
-        sel = [r for r in rows if r["kind"] == kind and r["bounds"] == "loose"]
-        v = [x for _, x in _ratios(sel, mine, p)]
-        ax.scatter(v, [i] * len(v), s=8, alpha=0.6)
-        ax.scatter([comp[k]["geomean"]], [i], marker="|", s=200, color="k")
-    ax.set_yticks(range(len(keys)))
-    ax.set_yticklabels([k.replace("|", "  ") for k in keys], fontsize=7)
-    ax.set_xscale("log")
-    ax.axvline(1.0, color="grey", lw=0.8)
-    ax.axvline(0.5, color="grey", lw=0.8, ls="--")
-    ax.set_xlabel("MAE ratio instancedp default ÷ peer (per cell; bar = geometric mean)")
-    fig.tight_layout()
-    fig.savefig(out / "accuracy.png", dpi=110)
-    fig.savefig(out / "neighbours.png", dpi=110)
-    plt.close(fig)
+    for name, prefix in (
+        ("accuracy", ("real|default", "synthetic|default")),
+        ("neighbours", ("real|default",)),
+    ):
+        keys = [
+            k for k in sorted(summary["comparisons"]) if k.startswith(prefix) and k.endswith("|mae")
+        ]
+        if not keys:
+            continue
+        fig, ax = plt.subplots(figsize=(9, 0.35 * len(keys) + 1.5))
+        for i, k in enumerate(keys):
+            kind, mine, p, _ = k.split("|")
+            sel = [r for r in rows if r["kind"] == kind and r["bounds"] == "wide"]
+            c = compare(sel, mine, p)
+            tag = mine.rsplit("/", 1)[1]
+            v = []
+            for r in sel:
+                ps = [x for x in peers_of([r], tag) if x in r["mae"]]
+                if mine in r["mae"] and ps:
+                    pp = min(ps, key=lambda x: r["mae"][x]) if p == "best" else p
+                    if pp in r["mae"]:
+                        v.append(_ratio(r, mine, pp)[0])
+            ax.scatter(v, [i] * len(v), s=8, alpha=0.6)
+            ax.scatter([c["geomean"]], [i], marker="|", s=200, color="k")
+        ax.set_yticks(range(len(keys)))
+        ax.set_yticklabels([k.rsplit("|", 1)[0].replace("|", "  ") for k in keys], fontsize=7)
+        ax.set_xscale("log")
+        ax.axvline(1.0, color="grey", lw=0.8)
+        ax.axvline(0.5, color="grey", lw=0.8, ls="--")
+        ax.set_xlabel("MAE ratio instancedp ÷ peer, per cell (bar = geometric mean)")
+        fig.tight_layout()
+        fig.savefig(out / f"{name}.png", dpi=110)
+        plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -74,9 +74,10 @@ def test_continuous_bases_are_exactly_eps_dp(relation, base, q):
 
 @pytest.mark.parametrize("relation", ["add_remove", "substitution"])
 @pytest.mark.parametrize("q", [0.5, 0.25])
-def test_grid_base_is_exactly_eps_dp(relation, q):
+@pytest.mark.parametrize("base", ["grid", "log-grid"])
+def test_grid_base_is_exactly_eps_dp(relation, q, base):
     eps = 0.9
-    mech = ExponentialQuantile(quantile(q, -1.0, 4.0, relation), eps, base="grid", resolution=0.5)
+    mech = ExponentialQuantile(quantile(q, -1.0, 4.0, relation), eps, base=base, resolution=0.5)
     check = check_mechanism(mech, pairs(relation))
     assert check.passed, check
     assert check.measured >= 0.35 * eps
@@ -128,6 +129,41 @@ def test_grid_release_lands_on_the_grid_with_exact_frequencies():
         assert abs(np.mean(draws == v) - p) < 5 * np.sqrt(p * (1 - p) / 4000)
 
 
+def test_log_grid_masses_against_definition():
+    # P(k) ∝ exp(−ε·s(c_k)/(2Δ)) · (φ(c_k + r/2) − φ(c_k − r/2)), φ(t) = sign(t)·log1p(|t|/s)
+    x = [3.0, 3.0, 5.0, 12.0]
+    mech = ExponentialQuantile(
+        quantile(0.5, 0, 20, "add_remove"), 1.0, base="log-grid", resolution=1, log_scale=2.0
+    )
+    law = mech.output_probabilities(x)
+
+    def phi(t):
+        return np.sign(t) * np.log1p(abs(t) / 2.0)
+
+    ref = {
+        float(k): np.exp(-score(x, k, 0.5) / (2 * 0.5)) * (phi(k + 0.5) - phi(k - 0.5))
+        for k in range(21)
+    }
+    z = sum(ref.values())
+    assert set(law) == set(ref)
+    for k, v in ref.items():
+        assert law[k] == pytest.approx(v / z, rel=1e-9)
+
+
+def test_log_grid_release_path_matches_exact_law():
+    x = [3, 3, 3, 4, 10]
+    mech = ExponentialQuantile(
+        quantile(0.9, 0, 200, "add_remove"), 0.5, base="log-grid", resolution=1
+    )
+    law = mech.output_probabilities(x)
+    draws = mech.sample(x, 4000, simulation(3))
+    assert set(np.unique(draws)) <= set(law)
+    for v in (3.0, 4.0, 10.0, 11.0, 150.0):
+        # 5-sigma band: false failure < 1e-6 per value
+        p = law[v]
+        assert abs(np.mean(draws == v) - p) < 5 * np.sqrt(p * (1 - p) / 4000) + 1e-12
+
+
 def test_grid_segments_compress_a_huge_grid():
     starts, lengths, below, above = grid_segments(10**12, np.array([5, 5, 7]))
     assert lengths.sum() == 10**12
@@ -156,7 +192,12 @@ def test_grid_from_counts_matches_mechanism():
 
 def test_empty_and_single_row_are_total():
     for rel in ("add_remove", "substitution"):
-        for base, kw in (("uniform", {}), ("log", {}), ("grid", {"resolution": 1.0})):
+        for base, kw in (
+            ("uniform", {}),
+            ("log", {}),
+            ("grid", {"resolution": 1.0}),
+            ("log-grid", {"resolution": 1.0}),
+        ):
             mech = ExponentialQuantile(quantile(0.5, 0, 10, rel), 1.0, base=base, **kw)
             for x in ([], [10.0], [1e300], [-1e-320]):
                 v = mech.release(x, simulation(1)).value
@@ -203,3 +244,32 @@ def test_default_rule_reads_public_information_only():
     assert m.base == "grid" and m.parameters()["neighbours"] == "add_remove"
     m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), neighbours="substitution")
     assert m.base == "log" and m.neighbours == "substitution"
+
+
+def test_declared_resolution_picks_the_log_grid_under_both_relations():
+    from instancedp.privacy import PureDP
+    from instancedp.recipes import build_mechanism, default_mechanism
+    from instancedp.session import Session
+
+    for rel, n in (("add_remove", None), ("substitution", 10**6)):
+        # a declared resolution replaces smooth sensitivity even at large public ε·n
+        assert default_mechanism("median", 4.0, n, rel, resolution=1.0) == "exponential"
+        m = build_mechanism(
+            "quantile", 1.0, bounds=(0, 100), quantile=0.9, n=n, neighbours=rel, resolution=1
+        )
+        assert m.base == "log-grid" and m.resolution == 1.0 and m.neighbours == rel
+    for kw, param in (
+        ({"statistic": "mean", "bounds": (0, 1)}, "resolution"),
+        ({"statistic": "median", "bounds": None}, "resolution"),
+        ({"statistic": "median", "bounds": (0, 1), "mechanism": "smooth"}, "resolution"),
+        ({"statistic": "median", "bounds": (0, 1), "resolution": -1.0}, "resolution"),
+    ):
+        kw = {"resolution": 1.0, **kw}
+        with pytest.raises(ParameterError) as e:
+            build_mechanism(kw.pop("statistic"), 1.0, **kw)
+        assert e.value.parameter == param
+    s = Session(np.array([3.0, 3.0, 4.0, 9.0]), PureDP(1.0))
+    rec = s.release_statistic(
+        "median", epsilon=0.5, bounds=(0, 50), resolution=1, rng=simulation(0)
+    )
+    assert rec.parameters["base"] == "log-grid" and float(rec.value).is_integer()

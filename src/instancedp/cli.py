@@ -459,8 +459,10 @@ def release(
     resolution: Annotated[
         float | None,
         typer.Option(
-            help="Median/quantile from a database, Spark or Parquet: the public candidate "
-            "grid's step (default: a 4,097-point log grid over the bounds)."
+            help="Median/quantile: the column's declared resolution (1 for an integer "
+            "column), never read from the rows; the release lands on lower + k·resolution. "
+            "From a database, Spark or Parquet it is the candidate grid's step (default: a "
+            "4,097-point log grid over the bounds)."
         ),
     ] = None,
     ci: Annotated[

@@ -167,16 +167,22 @@ def default_mechanism(
     epsilon: float | None = None,
     n: int | None = None,
     neighbours: str = "add_remove",
+    resolution: float | None = None,
 ) -> str:
     """The mechanism used when none is named (documented in the README).
 
     Depends only on public parameters: the statistic, the relation and, for
     medians and quantiles under substitution, ε and the public n (see
     :data:`SMOOTH_QUANTILE_MIN_EPSILON_N`).  Under add/remove n is never used.
+    A declared ``resolution`` makes the exponential mechanism the default for
+    medians and quantiles under both relations: its grid base releases ties
+    exactly, the reason smooth sensitivity was chosen at large ε·n.
     """
     statistic = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
     if statistic == "quantiles":  # with bounds and m ≤ JOINT_MAX_LEVELS
         return default_quantiles_mechanism(1, bounded=True)
+    if resolution is not None and statistic in ("median", "quantile"):
+        return "exponential"
     if neighbours == "add_remove" and statistic in _DEFAULT_ADD_REMOVE:
         return _DEFAULT_ADD_REMOVE[statistic]
     if statistic in ("median", "quantile") and epsilon is not None:
@@ -328,6 +334,7 @@ def build_mechanism(
     vertices: int | None = None,
     neighbours: str = "add_remove",
     quantiles: Any = None,
+    resolution: float | None = None,
 ) -> Any:
     """A validated mechanism from names, under the relation ``neighbours``.
 
@@ -335,7 +342,10 @@ def build_mechanism(
     touches the ledger on bad input.  Two-stage mechanisms split ε in half
     (PTR: test and noise; bounded-ls: bound and release; sum-count: sum and
     count — each stated in the record).  ``n``: the public table size,
-    substitution only.
+    substitution only.  ``resolution``: the column's declared resolution (an
+    integer type, a decimal scale, a user-given value; never inferred from
+    the rows), for medians and quantiles with public bounds: the exponential
+    mechanism then releases on the grid lower + k·resolution.
     """
     from . import mechanisms as M
 
@@ -381,7 +391,32 @@ def build_mechanism(
     from .registry import short_name
 
     chosen = short_name(mechanism) if mechanism is not None else None
-    name = _choice(chosen or default_mechanism(statistic, eps, n, rel), MECHANISMS, "mechanism")
+    if resolution is not None:
+        if statistic not in ("median", "quantile"):
+            raise ParameterError(
+                f"resolution applies to statistics 'median' and 'quantile' only, not {statistic!r}",
+                parameter="resolution",
+            )
+        if bounds is None:
+            raise ParameterError(
+                "resolution needs public bounds (the grid is lower + k·resolution)",
+                parameter="resolution",
+                allowed="None when bounds is None",
+            )
+        try:
+            resolution = _validate.finite_positive(resolution, "resolution")
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(str(exc), parameter="resolution", allowed="finite > 0") from None
+    name = _choice(
+        chosen or default_mechanism(statistic, eps, n, rel, resolution=resolution),
+        MECHANISMS,
+        "mechanism",
+    )
+    if resolution is not None and name != "exponential":
+        raise ParameterError(
+            f"resolution applies to mechanism 'exponential' only, not {name!r}",
+            parameter="resolution",
+        )
     if noise is not None:
         _only_with("noise", "smooth", name)
     if gamma is not None:
@@ -476,7 +511,10 @@ def build_mechanism(
         # on a logarithmic scale over the public range: robust to bounds far wider
         # than the data, and the most accurate on the real columns of
         # docs/results/accuracy.md under both relations (a public choice: it reads
-        # neither n nor the rows).
+        # neither n nor the rows).  With a declared resolution, the same log measure
+        # restricted to the public grid ("log-grid"): ties release exactly.
+        if resolution is not None:
+            return M.ExponentialQuantile(query, eps, base="log-grid", resolution=resolution)
         return M.ExponentialQuantile(query, eps, base="log")
     # bounded-ls
     if d is None:

@@ -561,13 +561,6 @@ class Session:
                 mech, column, sql=sql, rng=rng, convert_delta=convert_delta,
                 drop_missing=drop_missing,
             )
-        if options.get("resolution") is not None:
-            raise ParameterError(
-                "resolution applies to medians and quantiles released from a database, "
-                "Spark or a data file",
-                parameter="resolution",
-            )
-        options.pop("resolution", None)
         mech = build(epsilon, neighbours=rel)
         if self.analyst:  # n is never read from the rows here: it may be private
             return self.release(mech, column, sql=sql, rng=rng, convert_delta=convert_delta)

@@ -1,4 +1,4 @@
-"""The exponential mechanism for quantiles, with three public base measures.
+"""The exponential mechanism for quantiles, with four public base measures.
 
 Smith 2011 ("Privacy-preserving statistical estimation with optimal
 convergence rates", §3); the ``exp`` baseline of Gillenwater, Joseph & Kulesza
@@ -34,7 +34,12 @@ resolution):
   a decimal scale, a user-given resolution): ties and integer data release on
   the grid.  Rows are rounded to the nearest grid point (a row-local, public
   map) and :func:`grid_quantile_from_counts` needs only the counts of rows per
-  grid point, so a database can supply them in SQL.
+  grid point, so a database can supply them in SQL;
+* ``"log-grid"`` — the log measure restricted to the same public grid: grid
+  point k gets μ({k}) = φ(c_k + r/2) − φ(c_k − r/2), the log measure of its
+  cell (c_k = lower + k·r, r = resolution).  Ties release on the grid (exact
+  hits) and the empty gap of a loose bound gets mass ∝ log(width), the two
+  advantages of "grid" and "log" together.
 
 Sampling is exact in law: the output's density (or mass) is constant on the
 segments between consecutive distinct rows, so a segment is drawn with
@@ -58,7 +63,7 @@ from ..privacy import PureDP
 from ..random import RandomSource, resolve, sample_index_from_log_weights
 from .base import Mechanism, OutputDistribution, Release
 
-BASES = ("uniform", "log", "grid")
+BASES = ("uniform", "log", "grid", "log-grid")
 _LOG_SCALE_FRACTION = 1e-4
 
 
@@ -362,10 +367,10 @@ class ExponentialQuantile(Mechanism):
             )
         self.base = base
         self.resolution = None
-        if base == "grid":
+        if base in ("grid", "log-grid"):
             if resolution is None:
                 raise ParameterError(
-                    "base='grid' needs the column's public resolution (e.g. 1 for integers)",
+                    f"base={base!r} needs the column's public resolution (e.g. 1 for integers)",
                     parameter="resolution",
                     allowed="> 0",
                 )
@@ -378,7 +383,7 @@ class ExponentialQuantile(Mechanism):
                 )
             self._grid_count = int(count)
         self.log_scale = None
-        if base == "log":
+        if base in ("log", "log-grid"):
             self.log_scale = (
                 _validate.finite_positive(log_scale, "log_scale")
                 if log_scale is not None
@@ -436,6 +441,19 @@ class ExponentialQuantile(Mechanism):
         logw = _grid_log_weights(lengths, below, above, self.q, self.epsilon, self.neighbours)
         return starts, lengths, logw
 
+    def _log_grid(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(segment starts, φ of the segments' cell edges, log score per unit of φ)."""
+        starts, lengths, below, above = grid_segments(
+            self._grid_count, self._grid_index(self._rows(data))
+        )
+        phi, _ = log_scale_map(self.log_scale)
+        # public cell edges lower + (k − ½)·r; the segments tile the grid 0 … K − 1
+        k = np.concatenate((starts, [self._grid_count])).astype(np.float64)
+        edges = phi(self.lower + (k - 0.5) * self.resolution)
+        delta = score_sensitivity(self.q, self.neighbours)
+        log_score = -self.epsilon * quantile_scores(below, above, self.q) / (2.0 * delta)
+        return starts, edges, log_score
+
     def _grid_value(self, k: int) -> float:
         return float(min(self.lower + k * self.resolution, self.upper))
 
@@ -446,6 +464,8 @@ class ExponentialQuantile(Mechanism):
     def _weights(self, data: Any) -> Any:
         if self.base == "grid":
             return self._grid(data)
+        if self.base == "log-grid":
+            return self._log_grid(data)
         x = self._rows(data) + 0.0  # −0.0 → 0.0, as every engine reads it
 
         def read(start: int, stop: int) -> np.ndarray:
@@ -470,6 +490,16 @@ class ExponentialQuantile(Mechanism):
             starts, lengths, logw = weights
             i = sample_index_from_log_weights(logw, source)
             return self._grid_value(int(starts[i]) + source.integers(int(lengths[i])))
+        if self.base == "log-grid":
+            starts, lengths, logw = weights
+            # a segment ∝ exp(score) × its exact φ-length, a uniform point of it in φ,
+            # mapped back and rounded to its grid cell (clipped to the segment's cells,
+            # so the segment's probability is exact whatever the rounding)
+            i, u = sample_piece(logw, lengths, source)
+            _, phi_inv = log_scale_map(self.log_scale)
+            k = math.floor((float(phi_inv(u)) - self.lower) / self.resolution + 0.5)
+            last = int(starts[i + 1]) - 1 if i + 1 < starts.size else self._grid_count - 1
+            return self._grid_value(min(max(k, int(starts[i])), last))
         # A piece ∝ score weight × its EXACT length, then an exactly rounded uniform
         # point in it: float lengths overflow on huge bounds, and lo + u·(hi − lo)
         # would reveal the data-dependent endpoints in its low bits (Mironov 2012).
@@ -487,9 +517,13 @@ class ExponentialQuantile(Mechanism):
         return np.array([self._draw(weights, source) for _ in range(int(size))])
 
     def output_probabilities(self, data: Any) -> dict[float, float]:
-        """Grid base: the exact mass of every grid point (small grids; tests)."""
-        if self.base != "grid":
-            raise ParameterError("output_probabilities is for base='grid'", parameter="base")
+        """Grid bases: the exact mass of every grid point (small grids; tests)."""
+        if self.base not in ("grid", "log-grid"):
+            raise ParameterError(
+                "output_probabilities is for base='grid' or 'log-grid'", parameter="base"
+            )
+        if self.base == "log-grid":
+            return self._log_grid_probabilities(data)
         starts, lengths, logw = self._grid(data)
         keep = lengths > 0
         starts, lengths, logw = starts[keep], lengths[keep], logw[keep]
@@ -501,6 +535,21 @@ class ExponentialQuantile(Mechanism):
             for k in range(int(s), int(s + ln)):
                 out[self._grid_value(k)] = float(np.exp(lp - top) / z)
         return out
+
+    def _log_grid_probabilities(self, data: Any) -> dict[float, float]:
+        starts, edges, log_score = self._log_grid(data)
+        phi, _ = log_scale_map(self.log_scale)
+        ends = np.concatenate((starts[1:], [self._grid_count]))
+        top = float(log_score.max())
+        masses: dict[int, float] = {}
+        for s, e, ls in zip(starts, ends, log_score, strict=True):
+            for k in range(int(s), int(e)):
+                cell = phi(self.lower + (k + 0.5) * self.resolution) - phi(
+                    self.lower + (k - 0.5) * self.resolution
+                )
+                masses[k] = float(np.exp(ls - top) * cell)
+        z = sum(masses.values())
+        return {self._grid_value(k): m / z for k, m in masses.items()}
 
     def output_distribution(self, data: Any) -> OutputDistribution | dict[float, float]:
         """Exact law: the grid base's point masses (a dict, as
@@ -515,7 +564,7 @@ class ExponentialQuantile(Mechanism):
         density ∝ exp(−ε|i − qn|/(2Δ))/(s + |t|), returned through ``logpdf``
         with a cdf in φ-coordinates.
         """
-        if self.base == "grid":
+        if self.base in ("grid", "log-grid"):
             return self.output_probabilities(data)
         pts, coords, logw = self._continuous(data)
         n = pts.size - 2
