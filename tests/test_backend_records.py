@@ -109,11 +109,7 @@ def test_postgresql_gives_the_same_bytes(expected, postgres_url):
 @pytest.mark.xdist_group("spark")
 def test_spark_frame_and_table_give_the_same_bytes(expected, spark):
     df = spark.createDataFrame([(float(v),) for v in ROWS], "v double")
-    # The median's default 4,097-cell grid costs Spark tens of seconds in local mode; the
-    # same histogram code runs for the quantile's grid here and for the median on the
-    # three SQL engines above.
-    got = _records(df, skip=("median",))
-    assert got == {k: v for k, v in expected.items() if k != "median"}
+    assert _records(df) == expected
     df.createOrReplaceTempView("records_t")
     with Session("records_t", PureDP(1.0), spark=spark) as s:  # a table name: one release
         r = s.release_statistic("count", "v", epsilon=1.0, rng=simulation(11))
