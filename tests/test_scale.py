@@ -65,3 +65,55 @@ def test_duckdb_histogram_on_edge_values_equals_numpy(name):
     src = open_source(pd.DataFrame({"v": x}), sql="SELECT v FROM data")
     assert src.backend == "duckdb"
     assert src.histogram("v", e).tolist() == ref.histogram(x, e).tolist()
+
+
+# -- graph primitives in DuckDB against the in-memory definitions ------------------------
+
+
+def _graphs() -> dict[str, tuple[np.ndarray, int]]:
+    rng = np.random.default_rng(5)
+    out = {"empty": (np.zeros((0, 2), dtype=np.int64), 4),
+           "one_edge": (np.array([[0, 1]]), 3),
+           "k5": (np.array([[i, j] for i in range(5) for j in range(i + 1, 5)]), 6),
+           "star": (np.array([[0, j] for j in range(1, 8)]), 8)}
+    for p in (0.1, 0.3, 0.6):
+        n = 25
+        pairs = np.array([[i, j] for i in range(n) for j in range(i + 1, n)])
+        keep = rng.random(len(pairs)) < p
+        out[f"gnp_{p}"] = (pairs[keep][:, ::-1] if p == 0.3 else pairs[keep], n)  # j, i order too
+    return out
+
+
+@pytest.mark.parametrize("name", list(_graphs()))
+def test_duckdb_graph_primitives_equal_the_in_memory_ones(name):
+    from instancedp.backends import graph as gsql
+    from instancedp.queries.graphs import as_graph, triangle_count, triangle_pair_frontier
+
+    edges, n = _graphs()[name]
+    src = open_source(pd.DataFrame({"a": edges[:, 0], "b": edges[:, 1]}),
+                      sql="SELECT a, b FROM data")
+    g = gsql.edge_tables(src.engine, n)
+    mem = as_graph(edges, n)
+    assert gsql.degrees(g).tolist() == mem.degrees.tolist()
+    assert gsql.triangle_count(g) == triangle_count(mem)
+    got, want = gsql.triangle_pair_frontier(g), triangle_pair_frontier(mem)
+    assert (got[0].tolist(), got[1].tolist()) == (want[0].tolist(), want[1].tolist())
+
+
+def test_duckdb_graph_input_follows_the_in_memory_rules():
+    from instancedp.backends import graph as gsql
+    from instancedp.errors import DataError
+
+    def tables(pairs, n, **kw):
+        e = np.array(pairs)
+        src = open_source(pd.DataFrame({"a": e[:, 0], "b": e[:, 1]}), sql="SELECT a, b FROM data")
+        return gsql.edge_tables(src.engine, n, **kw)
+
+    with pytest.raises(DataError):
+        tables([[0, 1], [1, 0]], 3)  # a repeated edge
+    with pytest.raises(DataError):
+        tables([[0, 0], [1, 2]], 3)  # a self-loop
+    with pytest.raises(DataError):
+        tables([[0, 5]], 3)  # outside the public vertex set
+    assert gsql.triangle_count(tables([[0, 1], [1, 0], [1, 2], [2, 0], [2, 2]], 3,
+                                      normalise=True)) == 1

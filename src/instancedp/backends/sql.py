@@ -137,7 +137,8 @@ def label_map(e0: float, em: float, interior: np.ndarray) -> LabelMap | None:
     starts = [float(e0)]
     if k:
         starts.append(float(e[0]))
-        gaps = np.diff(e).tolist()
+        with np.errstate(over="ignore"):  # an infinite gap is caught below (span check)
+            gaps = np.diff(e).tolist()
         lo_gap = hi_gap = math.nan
         for i, g in enumerate(gaps):
             if lo_gap == lo_gap and max(hi_gap, g) > 4 * min(lo_gap, g):
