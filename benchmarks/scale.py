@@ -414,7 +414,8 @@ def plot(res: dict, rat: list[dict]) -> None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     rows = [r for r in res["rows"] if r["engine"] == "duckdb" and "seconds" in r]
     for stat in STATS:
-        for method, style in (("instancedp-duckdb", "-o"), ("duckdb-exact", "--x")):
+        for method, style in (("instancedp-duckdb", "-o"), ("duckdb-exact", "--x"),
+                              ("duckdb-exact-4gb", ":+")):
             pts = sorted((r["n"], r["seconds"], r["peak_rss_mb"]) for r in rows
                          if r["statistic"] == stat and r["method"] == method)
             if pts:
