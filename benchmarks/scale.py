@@ -19,7 +19,10 @@ the median and p90).  The engine's own aggregate and the release alternate
 (engine, release, engine, release), and the faster of each pair is kept, so a
 burst of load from other jobs on the shared machine hits both sides alike.
 
-``--quick``: 10^6 rows, DuckDB only (≤ 2 minutes; ``--spark`` adds Spark).
+``--quick``: 10^6 rows, DuckDB only, a 10^5-edge graph (≤ 2 minutes; ``--spark``
+adds Spark).  ``--exact-4gb N``, ``--spark-only N`` and ``--graph-only`` add
+rows to an existing scale.json (DuckDB's own median/p90 with a 4 GB limit,
+Spark at N rows, the graph) and ``--render`` rewrites the md/png from it.
 Full run: 10^7 and 10^8 rows (and Spark at 10^7); ``--billion`` adds 10^9 rows
 when the disk has room.
 """
@@ -264,10 +267,10 @@ def run(sizes: list[int], spark_sizes: list[int], workdir: str, log, on_size=Non
     return {"rows": rows, "generation": gens, "skipped": skipped}
 
 
-def run_graph(workdir: str, log) -> dict:
+def run_graph(workdir: str, log, edges: int = GRAPH_EDGES) -> dict:
     path = os.path.join(workdir, "graph.parquet")
-    g = generate_graph(path, GRAPH_EDGES, GRAPH_VERTICES)
-    log(f"graph: {GRAPH_EDGES:.0e} edges on {GRAPH_VERTICES:.0e} vertices generated in {g:.1f} s")
+    g = generate_graph(path, edges, GRAPH_VERTICES)
+    log(f"graph: {edges:.0e} edges on {GRAPH_VERTICES:.0e} vertices generated in {g:.1f} s")
     got: dict[str, list[dict]] = {}
     for method in ["graph-memory", "graph-duckdb"] * REPEATS:
         r = measure(method, path, "triangles")
@@ -279,7 +282,7 @@ def run_graph(workdir: str, log) -> dict:
     mem, duck = out.get("graph-memory", {}), out.get("graph-duckdb", {})
     same = ("value" in mem and mem.get("value") == duck.get("value")
             and mem.get("frontier") == duck.get("frontier"))
-    return {"edges": GRAPH_EDGES, "vertices": GRAPH_VERTICES, "generation_seconds": g,
+    return {"edges": edges, "vertices": GRAPH_VERTICES, "generation_seconds": g,
             "same_statistics": same, **out}
 
 
@@ -502,7 +505,8 @@ def main() -> None:
         write({**res, **meta, "seconds": time.perf_counter() - t0, "partial": True})
 
     res = run(sizes, spark_sizes, workdir, lambda m: print(m, flush=True), partial)
-    res["graph"] = run_graph(workdir, lambda m: print(m, flush=True))
+    res["graph"] = run_graph(workdir, lambda m: print(m, flush=True),
+                             edges=10**5 if args.quick else GRAPH_EDGES)
     res["load_average"] = [os.getloadavg()[0]]
     if not args.billion and not args.quick:
         res["skipped"].append("n = 1e+09: not requested (pass --billion; ~9 GB of Parquet "
