@@ -110,10 +110,7 @@ def test_postgresql_gives_the_same_bytes(expected, postgres_url):
 @pytest.mark.xdist_group("spark")
 def test_spark_frame_and_table_give_the_same_bytes(expected, spark):
     df = spark.createDataFrame([(float(v),) for v in ROWS], "v double")
-    # The quantile's candidate grid is one histogram the three SQL engines check above;
-    # in Spark's local mode it costs tens of seconds.
-    got = _records(df, skip=("quantile",))
-    assert got == {k: v for k, v in expected.items() if k != "quantile"}
+    assert _records(df) == expected
     df.createOrReplaceTempView("records_t")
     with Session("records_t", PureDP(1.0), spark=spark) as s:  # a table name: one release
         r = s.release_statistic("count", "v", epsilon=1.0, rng=simulation(11))

@@ -25,6 +25,7 @@ DIALECT = Dialect(
     inf="'Infinity'::double precision",
     array="ARRAY[{items}]",
     element="({arr})[{i}]",
+    underflow_guard=True,
 )
 
 

@@ -72,6 +72,17 @@ def connect(data: Any, *, spark: Any = None, sql: str | None = None) -> SQLEngin
     def execute(query: str, params: list) -> list[tuple]:
         return [tuple(r) for r in session.sql(query).collect()]
 
-    engine = SQLEngine(DIALECT, execute, relation, cols)
+    def lookup_table(columns: dict[str, Any]) -> str:
+        # A small DataFrame from the driver (public constants only), broadcast to the join,
+        # so the histogram groups by cell on the executors and collects ≤ m rows.
+        names = list(columns)
+        rows = list(zip(*(columns[n].tolist() for n in names), strict=True))
+        types = ", ".join(f"{n} {'DOUBLE' if columns[n].dtype.kind == 'f' else 'BIGINT'}"
+                          for n in names)
+        view = f"instancedp_lookup_{next(_views)}"
+        session.createDataFrame(rows, types).createOrReplaceTempView(view)
+        return DIALECT.quote(view)
+
+    engine = SQLEngine(DIALECT, execute, relation, cols, lookup_table=lookup_table)
     engine.connection = session  # type: ignore[attr-defined]
     return engine

@@ -8,9 +8,13 @@ only aggregates come back, never the column:
 
 - count / exact sum: one scan, ``COUNT(*)`` and an exact integer sum of the
   fixed-point terms k_i (see ``numpy.py`` for the rule);
-- histogram: each row's cell by an unrolled binary search over the public
-  edges (⌈log2 m⌉ comparisons, no arithmetic on the values, so cells agree
-  bit for bit with ``numpy.searchsorted``), then ``GROUP BY`` cell;
+- histogram: each row gets a monotone integer label from a piecewise-linear
+  map fixed by the public edges (:func:`label_map`: at most one edge per
+  label), its cell is the number of edges with a smaller label plus one
+  comparison with the edge sharing its label (so cells agree bit for bit with
+  ``numpy.searchsorted``), then ``GROUP BY`` cell — one scan, one hash probe
+  per row.  Where no such map exists (bounds whose range overflows) an
+  unrolled binary search over the edges (⌈log2 m⌉ comparisons) is used;
 - rank window: refinement by counting — group the rows in the current value
   range into B monotone labels ⌊(x − a)·B/(b − a)⌋, keep the labels that hold
   the wanted ranks, and repeat on their value range until it holds at most
@@ -31,7 +35,7 @@ import numpy as np
 from ..errors import SchemaError
 from . import numpy as ref
 
-__all__ = ["Dialect", "SQLEngine"]
+__all__ = ["Dialect", "LabelMap", "SQLEngine", "label_map"]
 
 Execute = Callable[[str, list], list[tuple]]
 
@@ -54,6 +58,9 @@ class Dialect:
     labels: int = 1 << 14  # B: labels per refinement round
     fetch_cap: int = 1 << 17  # rows fetched sorted once a range holds at most this many
     exact_sum: str = "single"  # "single": SUM(k) is exact; "split": two 64-bit sums
+    # Test |y| < 2^−s before scaling: only for engines that raise on underflow (PostgreSQL);
+    # elsewhere trunc(y·2^s) of such a y is 0 anyway.
+    underflow_guard: bool = False
     sum_cast: str = "{k}"
 
     def quote(self, name: str) -> str:
@@ -70,6 +77,106 @@ class Dialect:
         return f"CAST('{v!r}' AS {self.double})"
 
 
+_MAX_PIECES = 64
+_MAX_LABELS_PER_EDGE = 16
+
+
+@dataclass
+class LabelMap:
+    """A monotone integer label for values in [e0, em], fixed by the public edges.
+
+    Piece j covers [a_j, a_{j+1}) (the last one [a_J, em]); a value x in it has
+    label off_j + ⌊(x − a_j)·c_j⌋.  Each step — a subtraction of a constant
+    from x ≥ a_j, a multiplication by a positive constant, truncation of a
+    non-negative double — is a correctly rounded IEEE operation and so
+    non-decreasing in x, and off_{j+1} = off_j + ⌊(a_{j+1} − a_j)·c_j⌋ + 1
+    exceeds every label of piece j: the label is non-decreasing on [e0, em].
+    The engines evaluate the same operations, so a row's label is the same in
+    every engine and in :meth:`label` here.
+    """
+
+    starts: list[float]  # a_j, increasing; a_0 = e0
+    scales: list[float]  # c_j > 0
+    offsets: list[int]  # off_j
+    labels: int  # labels 0 … labels − 1 occur
+    edge_labels: np.ndarray  # the interior edges' labels, strictly increasing
+
+    def label(self, x: float) -> int:
+        j = int(np.searchsorted(self.starts, x, side="right")) - 1
+        return self.offsets[j] + math.floor((x - self.starts[j]) * self.scales[j])
+
+    def sql(self, d: Dialect, x: str, params: list) -> str:
+        """The label of ``x`` as one SQL expression (a CASE over the pieces)."""
+        def piece(j: int) -> str:
+            body = d.int_cast.format(
+                e=f"(({x} - {d.lit(self.starts[j], params)}) * {d.lit(self.scales[j], params)})")
+            return f"{self.offsets[j]} + {body}"
+
+        if len(self.starts) == 1:
+            return piece(0)
+        whens = " ".join(f"WHEN {x} < {d.lit(self.starts[j + 1], params)} THEN {piece(j)}"
+                         for j in range(len(self.starts) - 1))
+        return f"CASE {whens} ELSE {piece(len(self.starts) - 1)} END"
+
+
+def label_map(e0: float, em: float, interior: np.ndarray) -> LabelMap | None:
+    """A :class:`LabelMap` with at most one interior edge per label, or None.
+
+    Pieces start at e0, at the first and the last interior edge, and at the
+    first edge of each run of consecutive edge gaps whose largest is at most
+    4× its smallest (one run for an evenly spaced grid, about log4 of the gap
+    ratio for a log-chart grid).  A piece holding two or more edges gets the
+    scale 2 / (its smallest gap), so each edge has its own label and the run
+    has at most ~8 labels per gap; a piece holding at most one edge gets
+    1 / (its length).  None when a piece's range overflows a double, two edges
+    share a label, or there would be more than 16 labels per edge (the caller
+    then uses a binary search).
+    """
+    e = np.asarray(interior, dtype=np.float64)
+    k = e.size
+    starts = [float(e0)]
+    if k:
+        starts.append(float(e[0]))
+        with np.errstate(over="ignore"):  # an infinite gap is caught below (span check)
+            gaps = np.diff(e).tolist()
+        lo_gap = hi_gap = math.nan
+        for i, g in enumerate(gaps):
+            if lo_gap == lo_gap and max(hi_gap, g) > 4 * min(lo_gap, g):
+                starts.append(float(e[i]))  # a new run starts at the left end of gap i
+                lo_gap = hi_gap = g
+            elif lo_gap == lo_gap:
+                lo_gap, hi_gap = min(lo_gap, g), max(hi_gap, g)
+            else:
+                lo_gap = hi_gap = g
+        starts.append(float(e[-1]))
+        starts = sorted(set(starts))
+    if len(starts) > _MAX_PIECES:
+        return None
+    ends = starts[1:] + [float(em)]
+    scales, offsets, off = [], [], 0
+    for a, b in zip(starts, ends, strict=True):
+        span = b - a
+        inside = e[(e >= a) & (e < b)]
+        if inside.size >= 2:
+            c = 2.0 / float(np.min(np.diff(inside)))
+        else:
+            c = 1.0 / span if span > 0 else 1.0
+        if not (math.isfinite(span) and math.isfinite(c) and c > 0 and math.isfinite(span * c)):
+            return None
+        top = math.floor(span * c)
+        if top > _MAX_LABELS_PER_EDGE * (k + 1):
+            return None
+        scales.append(c)
+        offsets.append(off)
+        off += top + 1
+    lm = LabelMap(starts, scales, offsets, off, np.empty(0, dtype=np.int64))
+    labs = np.array([lm.label(float(v)) for v in e], dtype=np.int64)
+    if np.any(np.diff(labs) <= 0) or off > _MAX_LABELS_PER_EDGE * (k + 1) + 4 * len(starts):
+        return None
+    lm.edge_labels = labs
+    return lm
+
+
 @dataclass
 class SQLEngine:
     """The primitives over ``relation`` (a table name or a parenthesised SELECT with alias)."""
@@ -79,6 +186,9 @@ class SQLEngine:
     relation: str
     columns: list[str] = field(default_factory=list)
     bucket_sql: Callable[[str, np.ndarray, list], str] | None = None
+    # Registers a small constant relation (columns name → int64/float64 arrays) and returns
+    # its name; engines without one inline the edges as VALUES.
+    lookup_table: Callable[[dict[str, np.ndarray]], str] | None = None
 
     # -- building blocks -------------------------------------------------
     def _col(self, column: str | None) -> str:
@@ -107,8 +217,10 @@ class SQLEngine:
         """Subquery with one column x = clamp(v, lo, hi) + 0.0."""
         d = self.dialect
         src = self._values(column, missing, params)
-        inner = d.greatest.format(a="v", b=d.lit(lo, params))
-        expr = d.least.format(a=inner, b=d.lit(hi, params))
+        # CASE rather than least/greatest: the same value for every non-NaN v, and about
+        # twice as fast in DuckDB (NaN never reaches here: the missing policy removed it).
+        expr = (f"CASE WHEN v < {d.lit(lo, params)} THEN {d.lit(lo, params)} "
+                f"WHEN v > {d.lit(hi, params)} THEN {d.lit(hi, params)} ELSE v END")
         return f"(SELECT {expr} + {d.lit(0.0, params)} AS x FROM {src}) AS c"
 
     def _one(self, sql: str, params: list) -> tuple:
@@ -138,8 +250,9 @@ class SQLEngine:
             scaled = f"({scaled} * {d.lit(math.ldexp(1.0, 1000), p)})"
             rest = s - 1000
         scaled = f"({scaled} * {d.lit(math.ldexp(1.0, rest), p)})"
-        tiny = d.lit(math.ldexp(1.0, -s), p)
-        k = f"CASE WHEN abs(y) < {tiny} THEN 0 ELSE {d.int_cast.format(e=scaled)} END"
+        k = d.int_cast.format(e=scaled)
+        if d.underflow_guard:
+            k = f"CASE WHEN abs(y) < {d.lit(math.ldexp(1.0, -s), p)} THEN 0 ELSE {k} END"
         src = rows
         if d.exact_sum == "split":
             q = 1 << 26
@@ -193,33 +306,40 @@ class SQLEngine:
     ) -> np.ndarray | None:
         """Cells from one monotone label per row and at most one edge comparison.
 
-        label(x) = ⌊(x − e0)·c⌋ is non-decreasing in x, computed here in Python
-        with the same IEEE operations as in the engine.  With at most one
-        interior edge per label: an edge with a smaller label is ≤ x, one with
+        With the :func:`label_map` labels (non-decreasing in x, at most one
+        interior edge per label): an edge with a smaller label is ≤ x, one with
         a larger label is > x, so cell(x) = #(edges with label < label(x)) +
-        [x ≥ the edge with label(x)].  None (use the binary search) when two
-        edges share a label.
+        [x ≥ the edge with label(x)].  None (use the binary search) when no
+        map exists.
         """
         d = self.dialect
-        labels = 8 * (interior.size + 1)
-        c = labels / (em - e0)
-        if not math.isfinite(c):
+        lm = label_map(e0, em, interior)
+        if lm is None:
             return None
-        lab_e = [math.floor((float(v) - e0) * c) for v in interior]
-        if len(set(lab_e)) != len(lab_e):
-            return None
-        # The edges as a small (label, edge) relation joined to each row's label: one hash
-        # probe per row (cheaper than indexing a constant array in DuckDB).
+        label = lm.sql(d, "x", p)
+        out = np.zeros(interior.size + 1, dtype=np.int64)
+        if self.lookup_table is not None:
+            # Dense (label → cells below, edge) relation: one hash probe per row, and the
+            # engine groups by cell (≤ m result rows).
+            edge = np.full(lm.labels, np.inf)
+            edge[lm.edge_labels] = interior
+            below = np.searchsorted(lm.edge_labels, np.arange(lm.labels), side="left")
+            table = self.lookup_table({"lab": np.arange(lm.labels, dtype=np.int64),
+                                       "below": below.astype(np.int64), "edge": edge})
+            sql = (f"SELECT t.below + CASE WHEN g.x >= t.edge THEN 1 ELSE 0 END AS b, COUNT(*) "
+                   f"FROM (SELECT x, {label} AS lab FROM {src}) AS g "
+                   f"JOIN {table} AS t ON g.lab = t.lab GROUP BY 1")
+            for b, c in self.execute(sql, p):
+                out[int(b)] += int(c)
+            return out
+        # The edges as a small (label, edge) relation joined to each row's label.
         pairs = ", ".join(f"({lab}, {d.lit(float(v), p)})"
-                          for lab, v in zip(lab_e, interior, strict=True))
-        label = d.int_cast.format(e=f"((x - {d.lit(e0, p)}) * {d.lit(c, p)})")
+                          for lab, v in zip(lm.edge_labels.tolist(), interior, strict=True))
         sql = (f"SELECT g.lab, COUNT(*), SUM(CASE WHEN x >= edge THEN 1 ELSE 0 END) FROM "
                f"(SELECT x, {label} AS lab FROM {src}) AS g "
                f"LEFT JOIN (VALUES {pairs}) AS e(elab, edge) ON g.lab = e.elab GROUP BY g.lab")
-        out = np.zeros(interior.size + 1, dtype=np.int64)
-        lab_sorted = np.array(lab_e, dtype=np.int64)  # increasing, as the edges are
         for lab, cnt, above in self.execute(sql, p):
-            base = int(np.searchsorted(lab_sorted, int(lab), side="left"))  # edges below
+            base = int(np.searchsorted(lm.edge_labels, int(lab), side="left"))  # edges below
             out[base] += int(cnt) - int(above)
             if int(above):
                 out[base + 1] += int(above)
