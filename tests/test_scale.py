@@ -17,10 +17,12 @@ from instancedp.backends import open_source
 from instancedp.backends.sql import label_map
 from instancedp.sources import out_of_core_mechanism
 
+GRID = "candidate_quantile"  # the histogram-fed grid mechanism (the default draws in stages)
+
 
 def _grids() -> dict[str, np.ndarray]:
-    med = out_of_core_mechanism("median", 1.0, bounds=(0.0, 1000.0))
-    wide = out_of_core_mechanism("median", 1.0, bounds=(-1e6, 1e3))
+    med = out_of_core_mechanism("median", 1.0, bounds=(0.0, 1000.0), mechanism=GRID)
+    wide = out_of_core_mechanism("median", 1.0, bounds=(-1e6, 1e3), mechanism=GRID)
     res = out_of_core_mechanism("quantile", 1.0, bounds=(-10.0, 100.0), quantile=0.9,
                                 resolution=0.5)
     return {"log_chart": med.edges, "log_chart_signed": wide.edges, "resolution": res.edges,
