@@ -70,6 +70,10 @@ ZcdpDeltaOpt = Annotated[
 ]
 DatasetIdOpt = Annotated[str, typer.Option(help="Budget key in the ledger.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+SeedOpt = Annotated[
+    int | None,
+    typer.Option(help="Seeded simulation randomness: NOT a secure release (demos only)."),
+]
 
 
 class CLIError(ValueError):
@@ -402,10 +406,7 @@ def release(
     zcdp_delta: ZcdpDeltaOpt = None,
     dataset_id: DatasetIdOpt = "default",
     json_out: JsonOpt = False,
-    seed: Annotated[
-        int | None,
-        typer.Option(help="Seeded simulation randomness: NOT a secure release (demos only)."),
-    ] = None,
+    seed: SeedOpt = None,
     analyst: Annotated[
         bool,
         typer.Option(
@@ -799,10 +800,7 @@ def describe_command(
     budget_rho: BudgetRhoOpt = None,
     dataset_id: DatasetIdOpt = "default",
     json_out: JsonOpt = False,
-    seed: Annotated[
-        int | None,
-        typer.Option(help="Seeded simulation randomness: NOT a secure release (demos only)."),
-    ] = None,
+    seed: SeedOpt = None,
     analyst: Annotated[
         bool,
         typer.Option("--analyst/--owner", help="Analyst mode (the default; needs the owner's "

@@ -208,6 +208,21 @@ def _public_n(n: Any, neighbours: str) -> int | None:
     return int(n)
 
 
+def public_bounds(bounds: Any, what: str, hint: str = "") -> tuple[float, float]:
+    """Validated public bounds (lo, hi), or a ParameterError naming ``bounds``."""
+    if bounds is None:
+        raise ParameterError(
+            f"{what} needs public bounds on the data: pass bounds=(lo, hi), chosen without "
+            f"looking at the data{hint}",
+            parameter="bounds",
+            allowed="(lo, hi), finite, lo < hi",
+        )
+    try:
+        return _validate.bounds(*bounds)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(str(exc), parameter="bounds", allowed="(lo, hi)") from None
+
+
 def build_query(
     statistic: str,
     *,
@@ -232,17 +247,7 @@ def build_query(
     rel = relation_for(neighbours, statistic)
     n = _public_n(n, rel) if statistic not in GRAPH_STATISTICS else None
     if statistic in _NEEDS_BOUNDS:
-        if bounds is None:
-            raise ParameterError(
-                f"statistic {statistic!r} needs public bounds on the data: pass "
-                "bounds=(lo, hi), chosen without looking at the data",
-                parameter="bounds",
-                allowed="(lo, hi), finite, lo < hi",
-            )
-        try:
-            lo, hi = _validate.bounds(*bounds)
-        except (TypeError, ValueError) as exc:
-            raise ParameterError(str(exc), parameter="bounds", allowed="(lo, hi)") from None
+        lo, hi = public_bounds(bounds, f"statistic {statistic!r}")
     if statistic == "quantiles":
         raise ParameterError(
             "statistic 'quantiles' has no single query: use build_quantiles_mechanism",
@@ -597,18 +602,8 @@ def build_quantiles_mechanism(
                 parameter="bounds",
             )
         return UnboundedQuantiles(levels, eps, neighbours=rel)
-    if bounds is None:
-        raise ParameterError(
-            f"mechanism {name!r} needs public bounds on the data: pass bounds=(lo, hi), "
-            "chosen without looking at the data (or leave mechanism unset for bound-free "
-            "quantiles)",
-            parameter="bounds",
-            allowed="(lo, hi), finite, lo < hi",
-        )
-    try:
-        lo, hi = _validate.bounds(*bounds)
-    except (TypeError, ValueError) as exc:
-        raise ParameterError(str(exc), parameter="bounds", allowed="(lo, hi)") from None
+    lo, hi = public_bounds(bounds, f"mechanism {name!r}", " (or leave mechanism unset for "
+                           "bound-free quantiles)")
     query = Quantiles(levels, lo, hi, neighbours=rel)
     cls = {"joint": JointQuantiles, "recursive": RecursiveQuantiles,
            "independent": IndependentQuantiles}[name]
