@@ -381,9 +381,9 @@ def write(res: dict) -> None:
                   "are holistic aggregates and do not spill, even with a temp directory), so "
                   f"under `memory_limit='{MEMORY}'` they fail on 10^8 doubles; their time with "
                   f"`memory_limit='{BIG_MEMORY}'` is the baseline in those rows (added by "
-                  "`--exact-4gb N` or `--staged N`).  Rows `instancedp-duckdb(-grid)-rerun` are the release "
-                  "measured in that same run, alternating with it; the other rows at that "
-                  "size were measured in the main run, minutes earlier."]
+                  "`--exact-4gb N` or `--staged N`).  Rows `instancedp-duckdb(-grid)-rerun` "
+                  "are the release measured in that same run, alternating with it; the other "
+                  "rows at that size were measured in the main run, minutes earlier."]
     errs = [r for r in res["rows"] if "error" in r]
     if errs:
         lines += ["", "## Failed measurements", ""]
