@@ -55,7 +55,6 @@ from instancedp.random import simulation
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "results"
-ENVS = ROOT / ".bench-envs"
 
 PEER_CODE = {
     "opendp": r"""
@@ -168,9 +167,12 @@ def score(x: np.ndarray, truth: np.ndarray, out: np.ndarray) -> tuple[float, flo
 
 
 def run_peer(peer: str, job: dict) -> tuple[list | None, str]:
-    py = ENVS / peer / "bin" / "python"
+    from accuracy import env_dir  # one home for the peers' cached environments
+
+    py = env_dir(peer) / "bin" / "python"
     if not py.exists():
-        return None, f"{peer}: no environment at .bench-envs/{peer} (run the accuracy benchmark)"
+        return None, (f"{peer}: no environment at {env_dir(peer).relative_to(ROOT)} "
+                      "(run the accuracy benchmark)")
     try:
         proc = subprocess.run(
             [str(py), "-c", PEER_CODE[peer]],
