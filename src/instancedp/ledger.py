@@ -152,6 +152,10 @@ class Amount:
     rho: Decimal = Decimal(0)
     mu2: Decimal = Decimal(0)
 
+    def texts(self) -> list[str]:
+        """ε, δ, ρ, μ² as the exact decimal texts the ledger stores and signs."""
+        return [str(self.epsilon), str(self.delta), str(self.rho), str(self.mu2)]
+
     def __add__(self, other: Amount) -> Amount:
         if other.kind != self.kind:
             raise CompositionError(f"cannot add a {other.kind} amount to a {self.kind} amount")
@@ -813,10 +817,7 @@ class Ledger:
                 "budget",
                 ds,
                 a.kind,
-                str(a.epsilon),
-                str(a.delta),
-                str(a.rho),
-                str(a.mu2),
+                *a.texts(),
                 relation,
                 at,
             ]
@@ -829,10 +830,7 @@ class Ledger:
                 ds,
                 principal,
                 a.kind,
-                str(a.epsilon),
-                str(a.delta),
-                str(a.rho),
-                str(a.mu2),
+                *a.texts(),
             ]
         )
 
@@ -982,7 +980,7 @@ class Ledger:
                     rec = json.loads(row[12])
                     for key, name in (((row[1], ""), "dataset"), ((row[1], row[2]), "principal")):
                         s = sums[key]
-                        if rec.get(name) != [str(s.epsilon), str(s.delta), str(s.rho), str(s.mu2)]:
+                        if rec.get(name) != s.texts():
                             problems.append(f"charge #{cid} records a wrong {name} total")
                 h = con.execute("SELECT n, last_hash, mac FROM head").fetchone()
                 if h is None:
@@ -999,12 +997,7 @@ class Ledger:
                     "SELECT dataset_id, principal, epsilon, delta, rho, mu2 FROM totals"
                 ):
                     s = sums.get((ds, pr))
-                    if s is None or [e, d, r, m] != [
-                        str(s.epsilon),
-                        str(s.delta),
-                        str(s.rho),
-                        str(s.mu2),
-                    ]:
+                    if s is None or [e, d, r, m] != s.texts():
                         problems.append(f"the running total of '{ds}' / '{pr}' disagrees")
                 for row in con.execute(
                     "SELECT dataset_id, kind, epsilon, delta, rho, mu2, relation, created_at, sig "
@@ -1103,10 +1096,7 @@ class Ledger:
             (
                 ds,
                 a.kind,
-                str(a.epsilon),
-                str(a.delta),
-                str(a.rho),
-                str(a.mu2),
+                *a.texts(),
                 relation,
                 at,
                 self._budget_sig(ds, a, relation, at),
@@ -1206,10 +1196,7 @@ class Ledger:
                 (
                     dataset_id,
                     principal,
-                    str(a.epsilon),
-                    str(a.delta),
-                    str(a.rho),
-                    str(a.mu2),
+                    *a.texts(),
                     self._allowance_sig(dataset_id, principal, a),
                 ),
             )
@@ -1299,7 +1286,7 @@ class Ledger:
         tot, ptot = (
             before if before is not None else self._totals_pair(con, ds, principal, cost.kind)
         )
-        cost_text = (str(cost.epsilon), str(cost.delta), str(cost.rho), str(cost.mu2))
+        cost_text = tuple(cost.texts())
         insert = f"INSERT INTO charges ({_CHARGE_COLS}) VALUES ({','.join('?' * 15)})"
         cid, h, batch = n, prev, []
         t = [tot.epsilon, tot.delta, tot.rho, tot.mu2]
@@ -1330,7 +1317,7 @@ class Ledger:
                 "(dataset_id, principal) DO UPDATE SET epsilon=excluded.epsilon, "
                 "delta=excluded.delta, rho=excluded.rho, mu2=excluded.mu2, n=n+excluded.n, "
                 "last_id=excluded.last_id",
-                (ds, pr, str(t.epsilon), str(t.delta), str(t.rho), str(t.mu2), count, cid),
+                (ds, pr, *t.texts(), count, cid),
             )
         con.execute(
             "UPDATE head SET n=?, last_hash=?, mac=? WHERE one = 1",

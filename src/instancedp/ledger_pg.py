@@ -351,6 +351,24 @@ def _v1_layout(con: Any) -> bool:
     return con.execute("SELECT to_regclass('instancedp_head') IS NOT NULL").fetchone()[0]
 
 
+def _create_schema(con: Any, key: bytes | None, migrated_from: int | None = None) -> None:
+    """The current schema with its meta rows, the owner's key and an empty head (creation
+    and the version-1 migration alike)."""
+    con.execute(SCHEMA.replace("{V}", str(SCHEMA_VERSION)))
+    meta = [("app", "instancedp-ledger"), ("schema", str(SCHEMA_VERSION)),
+            ("mac", "hmac-sha256" if key else "sha256")]
+    if migrated_from is not None:
+        meta.append(("migrated_from", str(migrated_from)))
+    for name, value in meta:
+        con.execute("INSERT INTO instancedp_meta VALUES (%s, %s)", (name, value))
+    if key:
+        con.execute("INSERT INTO instancedp_key VALUES (1, %s)", (key,))
+    con.execute(
+        "INSERT INTO instancedp_head VALUES (1, 0, repeat('0', 64), "
+        "instancedp_head_mac(0, repeat('0', 64)))"
+    )
+
+
 class PostgresLedger:
     """The ledger at a ``postgresql://`` URL.
 
@@ -431,18 +449,7 @@ class PostgresLedger:
                             f"{_cause(exc)}"
                         ) from None
                 elif init:
-                    con.execute(SCHEMA.replace("{V}", str(SCHEMA_VERSION)))
-                    con.execute(
-                        "INSERT INTO instancedp_meta VALUES ('app', 'instancedp-ledger'), "
-                        "('schema', %s), ('mac', %s)",
-                        (str(SCHEMA_VERSION), "hmac-sha256" if key else "sha256"),
-                    )
-                    if key:
-                        con.execute("INSERT INTO instancedp_key VALUES (1, %s)", (key,))
-                    con.execute(
-                        "INSERT INTO instancedp_head VALUES (1, 0, repeat('0', 64), "
-                        "instancedp_head_mac(0, repeat('0', 64)))"
-                    )
+                    _create_schema(con, key)
                 else:
                     raise LedgerError(
                         "the PostgreSQL ledger has no instancedp schema in this database: the "
@@ -493,18 +500,7 @@ class PostgresLedger:
         )
         for t in ("budgets", "allowances", "totals", "charges", "head"):
             con.execute(f"REVOKE ALL ON instancedp_{t}_v1 FROM PUBLIC")
-        con.execute(SCHEMA.replace("{V}", str(SCHEMA_VERSION)))
-        con.execute(
-            "INSERT INTO instancedp_meta VALUES ('app', 'instancedp-ledger'), ('schema', %s), "
-            "('mac', %s), ('migrated_from', '1')",
-            (str(SCHEMA_VERSION), "hmac-sha256" if key else "sha256"),
-        )
-        if key:
-            con.execute("INSERT INTO instancedp_key VALUES (1, %s)", (key,))
-        con.execute(
-            "INSERT INTO instancedp_head VALUES (1, 0, repeat('0', 64), "
-            "instancedp_head_mac(0, repeat('0', 64)))"
-        )
+        _create_schema(con, key, migrated_from=1)
         con.execute(
             "INSERT INTO instancedp_budgets SELECT dataset_id, kind, epsilon, delta, rho, mu2, "
             "relation, created_at, instancedp_mac(instancedp_amount_text('budget', dataset_id, "
