@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from . import numpy as ref
-from .sql import SQLEngine
+from .sql import SQLEngine, search_cells
 
 __all__ = ["MemoryGroups", "SQLGroups", "missing_key"]
 
@@ -239,15 +239,7 @@ class SQLGroups:
                 if int(above or 0):
                     add(key, base + 1, int(above))
             return done()
-        depth = max(1, math.ceil(math.log2(interior.size + 1)))
-        padded = [d.lit(v, p) for v in interior] + [d.inf] * (2**depth - 1 - interior.size)
-        arr = d.array.format(items=", ".join(padded))
-        layer = f"(SELECT k, x, 0 AS b FROM {src}) AS l0"
-        for t in range(depth):
-            h = 2 ** (depth - 1 - t)
-            probe = d.element.format(arr=arr, i=f"b + {h}")
-            layer = (f"(SELECT k, x, b + CASE WHEN {probe} <= x THEN {h} ELSE 0 END AS b "
-                     f"FROM {layer}) AS l{t + 1}")
+        layer = search_cells(d, src, interior, p, carry="k, ")
         for key, b, c in self._pairs(f"SELECT k, b, COUNT(*) FROM {layer} GROUP BY k, b", p):
             add(key, int(b), int(c))
         return done()

@@ -177,6 +177,24 @@ def label_map(e0: float, em: float, interior: np.ndarray) -> LabelMap | None:
     return lm
 
 
+def search_cells(d: Dialect, src: str, interior: np.ndarray, params: list,
+                 carry: str = "") -> str:
+    """Subquery over ``src`` (columns x and ``carry``) adding b = the number of interior
+    edges ≤ x: an unrolled binary search over the public edges (⌈log2 m⌉ comparisons,
+    no arithmetic on the values, so cells agree bit for bit with ``numpy.searchsorted``).
+    ``carry``: columns kept beside x, written with a trailing comma (e.g. ``"k, "``)."""
+    depth = max(1, math.ceil(math.log2(interior.size + 1)))
+    padded = [d.lit(v, params) for v in interior] + [d.inf] * (2**depth - 1 - interior.size)
+    arr = d.array.format(items=", ".join(padded))
+    layer = f"(SELECT {carry}x, 0 AS b FROM {src}) AS l0"
+    for t in range(depth):
+        h = 2 ** (depth - 1 - t)
+        probe = d.element.format(arr=arr, i=f"b + {h}")
+        layer = (f"(SELECT {carry}x, b + CASE WHEN {probe} <= x THEN {h} ELSE 0 END AS b "
+                 f"FROM {layer}) AS l{t + 1}")
+    return layer
+
+
 @dataclass
 class SQLEngine:
     """The primitives over ``relation`` (a table name or a parenthesised SELECT with alias)."""
@@ -286,15 +304,7 @@ class SQLEngine:
             fast = self._histogram_by_labels(src, p, float(e[0]), float(e[-1]), interior)
             if fast is not None:
                 return fast
-            depth = max(1, math.ceil(math.log2(interior.size + 1)))
-            padded = [d.lit(v, p) for v in interior] + [d.inf] * (2**depth - 1 - interior.size)
-            arr = d.array.format(items=", ".join(padded))
-            layer = f"(SELECT x, 0 AS b FROM {src}) AS l0"
-            for t in range(depth):
-                h = 2 ** (depth - 1 - t)
-                probe = d.element.format(arr=arr, i=f"b + {h}")
-                layer = (f"(SELECT x, b + CASE WHEN {probe} <= x THEN {h} ELSE 0 END AS b "
-                         f"FROM {layer}) AS l{t + 1}")
+            layer = search_cells(d, src, interior, p)
             sql = f"SELECT b, COUNT(*) FROM {layer} GROUP BY b"
         out = np.zeros(m, dtype=np.int64)
         for b, c in self.execute(sql, p):
