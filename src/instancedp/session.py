@@ -592,7 +592,9 @@ class Session:
         """
         from .describe import describe
 
-        return describe(self, epsilon, columns=columns, bounds=bounds, rng=rng)
+        # the decimal rule of release_statistic: charges add up as the decimals do
+        return describe(self, _validate.at_most_decimal(epsilon), columns=columns,
+                        bounds=bounds, rng=rng)
 
     def _release_groups(
         self, statistic: Any, column: str | None, *, by: str, keys: Any, split: Any,
