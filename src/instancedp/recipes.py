@@ -74,6 +74,7 @@ MECHANISMS: tuple[str, ...] = (
     "ksw",
     "naive",
     "sum-count",
+    "tie-adaptive",
 )
 #: mechanisms for several quantiles in one release (``statistic="quantiles"``);
 #: the short names map to registry keys ``<name>_quantiles``
@@ -505,6 +506,13 @@ def build_mechanism(
             raise ParameterError(str(exc), parameter="ptr_bound", allowed="finite > 0") from None
         # ProposeTestRelease splits ε itself: ε/2 for the test, ε/2 for the noise.
         return M.ProposeTestRelease(query, b, eps, d)
+    if name == "tie-adaptive":
+        if statistic not in ("median", "quantile"):
+            raise ParameterError(
+                "mechanism 'tie-adaptive' applies to statistics 'median' and 'quantile' only",
+                parameter="mechanism",
+            )
+        return M.TieAdaptiveQuantile(query, eps)
     if name == "exponential":
         if statistic not in ("median", "quantile"):
             raise ParameterError(

@@ -87,6 +87,7 @@ ALIASES: dict[str, str] = {
     "ptr": "propose_test_release",
     "bounded-ls": "bounded_local_sensitivity",
     "exponential": "exponential_quantile",
+    "tie-adaptive": "tie_adaptive_quantile",
 }
 
 
@@ -278,6 +279,7 @@ def _load_builtins() -> None:
     from .mechanisms.joint_quantiles import JointQuantiles
     from .mechanisms.recursive_quantiles import RecursiveQuantiles
     from .mechanisms.sum_count import NoisySumOverCount
+    from .mechanisms.tie_adaptive import TieAdaptiveQuantile
     from .mechanisms.unbounded import UnboundedQuantile
     from .mechanisms.unbounded_quantiles import UnboundedQuantiles
     from .sources import CandidateQuantile
@@ -403,6 +405,13 @@ def _load_builtins() -> None:
             ("median", "quantile"),
             examples={"": _ex("exp_quantile_example")},
             build=_exp_quantile_build,
+        ),
+        Entry(
+            TieAdaptiveQuantile.name,
+            TieAdaptiveQuantile,
+            "a charged tie diagnostic picks smooth sensitivity or the exponential quantile; "
+            "the choice is in the record (pure ε-DP; docs/mechanisms.md)",
+            ("median", "quantile"),
         ),
         Entry(
             StableRelease.name,

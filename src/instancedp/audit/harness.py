@@ -203,6 +203,8 @@ def public_outcome(mechanism: Any, data: Any, seed: int = 0) -> tuple[str, Any]:
         return "error", type(exc).__name__
     rec.pop("value", None)
     rec.pop("refused", None)
+    # a private choice the mechanism releases (charged, DP like the value)
+    rec.get("parameters", {}).pop("released", None)
     return "record", rec
 
 

@@ -730,6 +730,9 @@ def _fingerprint(law: Any) -> Any:
     atoms) so that identical laws are checked once."""
     if isinstance(law, Mapping):
         return ("d", tuple(sorted((repr(k), round(float(v), 15)) for k, v in law.items())))
+    if hasattr(law, "branches"):  # a stated private choice: (choice, value) laws
+        return ("b", tuple((k, round(float(p), 15), _fingerprint(v))
+                           for k, (p, v) in sorted(law.branches.items())))
     lp = law.logpdf if law.logpdf is not None else (lambda y: np.log(law.pdf(y)))
     with np.errstate(all="ignore"):
         v = np.asarray(lp(_PROBE), dtype=float)
@@ -806,7 +809,37 @@ def check_distributions(
     return MechanismCheck(passed, guarantee, worst, worst_err, claimed, worst_i, len(laws), details)
 
 
+def _branched_max_loss(a: Any, b: Any) -> float:
+    """sup over (choice c, value y) of |ln P(c)p_c(y) − ln P′(c)p′_c(y)| (pure DP):
+    each branch's laws with their log-densities (and atoms) shifted by ln P(c)."""
+    worst = 0.0
+    for key in set(a.branches) | set(b.branches):
+        (pa, la), (pb, lb) = a.branches.get(key, (0.0, None)), b.branches.get(key, (0.0, None))
+        if pa == 0 and pb == 0:
+            continue
+        if pa == 0 or pb == 0:
+            return math.inf
+        if isinstance(la, Mapping):
+            worst = max(worst, discrete_max_loss({k: pa * v for k, v in la.items()},
+                                                 {k: pb * v for k, v in lb.items()}))
+            continue
+        shifted = []
+        for p, law in ((pa, la), (pb, lb)):
+            lp = law.logpdf if law.logpdf is not None else (lambda y, law=law: np.log(law.pdf(y)))
+            c = math.log(p)
+            shifted.append(replace(
+                law, logpdf=lambda y, lp=lp, c=c: lp(y) + c,
+                atoms={k: p * v for k, v in law.atoms.items()},
+            ))
+        worst = max(worst, max_privacy_loss(*shifted).epsilon)
+    return worst
+
+
 def _measure(a: Any, b: Any, guarantee: Guarantee, orders: Sequence[float]) -> tuple[float, float]:
+    if hasattr(a, "branches"):
+        if not isinstance(guarantee, PureDP):
+            raise TypeError("a branched law (a stated private choice) is checked under PureDP")
+        return _branched_max_loss(a, b), 0.0
     discrete = isinstance(a, Mapping)
     if isinstance(guarantee, PureDP):
         if discrete:

@@ -23,6 +23,7 @@ _NAMES = {
     "BoundedLocalSensitivity": "bounded_ls",
     "ExponentialQuantile": "quantile",
     "InverseSensitivity": "inverse",
+    "TieAdaptiveQuantile": "tie_adaptive",
     "UnboundedQuantile": "unbounded",
     "ExponentialMechanism": "exponential",
     "LaplaceMechanism": "global_noise",
