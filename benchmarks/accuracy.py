@@ -30,14 +30,26 @@ declared resolution of a column (1 where its documentation says integer
 counts; in a real pipeline a Parquet/Arrow/SQL integer type) is public
 schema, never inferred from the values.
 
+Running.  Work is split into (group, chunk of cells) worker processes, ``--jobs``
+at a time (default 2); the groups are instancedp, diffprivlib, OpenDP per
+relation and Tumult.  Every (group, cell) is written to its own file under
+``.bench-cache/accuracy/<configuration>/`` (git-ignored) as soon as it is
+done, and instancedp's cells are keyed by a hash of the library's release
+code: an interrupted run resumes where it stopped when the same command is
+run again, and a run after a library change redraws instancedp only.
+
 ``--quick``: 3 columns (2 real, 1 synthetic), 10 × 5 = 50 trials per cell,
-peers included when their environment exists (about 3 CPU-minutes in all,
-spread over five processes).  Full: 9 columns, 100 × 5 = 500 trials per cell,
-creates the peers' environments when missing.  Estimated from the per-call
-costs (OpenDP 6.5 ms per call with 1,001 candidates, 25 ms with 4,001; Tumult
-12 ms at n = 1001; instancedp about 1.5 ms per draw) the full run needs about
-75 CPU-minutes, the largest process (OpenDP, one relation) about 25: more
-than 30 minutes on 2 cores; ``--subsamples`` scales it linearly.
+the defaults and the private tie choice only, OpenDP without its 4,001-point
+grid; peers included when their environment exists.  Full (no options):
+10 columns (6 real, 4 synthetic), 160 cells, 100 × 5 = 500 trials per cell,
+creates the peers' environments when missing.  Cost, measured in CPU seconds
+per cell (``time.process_time`` in each worker; a 20-trial run of the full
+configuration scaled to 500 trials): OpenDP 18 CPU-minutes (both relations;
+its 4,001-point grid is the largest part), instancedp 7, Tumult 2.5,
+diffprivlib 1.5, plus about 2 for the workers' imports: about 31 CPU-minutes
+in all, about 16 minutes of wall time with ``--jobs 2`` on two idle cores
+(longer on a loaded machine: the CPU seconds do not change, the wall time
+does).  ``--subsamples`` scales it linearly.
 """
 
 from __future__ import annotations
@@ -83,6 +95,10 @@ def synthetic(name: str, size: int, rng: np.random.Generator) -> np.ndarray:
         return rng.poisson(20, size).astype(float)
     if name == "rounded-lognormal":
         return np.round(rng.lognormal(4, 1, size))
+    if name == "few-values":
+        # a float column with heavy ties and no declared resolution (e.g. a count stored
+        # as a double): the case the private tie choice is for
+        return rng.poisson(3, size).astype(float)
     if name == "mixture":
         x = rng.normal(100, 20, size)
         mask = rng.random(size)
@@ -100,8 +116,9 @@ SYNTHETIC = {  # name → declared resolution (integer types are declared)
     "poisson": 1.0,
     "rounded-lognormal": 1.0,
     "mixture": None,
+    "few-values": None,
 }
-SYNTHETIC_FULL = ("lognormal", "poisson", "mixture")
+SYNTHETIC_FULL = ("lognormal", "poisson", "mixture", "few-values")
 SYNTHETIC_QUICK = ("poisson",)
 REAL_QUICK = ("diabetes-tc", "cancer-area")
 
@@ -149,6 +166,10 @@ def bounds_for(col: np.ndarray, kind: str) -> tuple[float, float]:
 
 
 # --------------------------------------------------------------------------- instancedp
+
+
+#: fractions of the bounds' width tried as the log base's scale (full run only)
+LOG_SCALE_SWEEP = (1e-2, 1e-1)
 
 
 def our_methods(cell: dict, quick: bool = False) -> dict:
@@ -209,6 +230,12 @@ def our_methods(cell: dict, quick: bool = False) -> dict:
             continue
         out[f"em-uniform/{tag}"] = ExponentialQuantile(query(rel), eps)
         out[f"em-log/{tag}"] = ExponentialQuantile(query(rel), eps, base="log")
+        # the log base's public scale s (default 1e-4 of the bounds' width): larger s is
+        # closer to uniform (less tilt inside the data, a lower spike at 0)
+        for frac in LOG_SCALE_SWEEP:
+            out[f"em-log-s{frac:g}/{tag}"] = ExponentialQuantile(
+                query(rel), eps, base="log", log_scale=(hi - lo) * frac
+            )
         if rel == "substitution":
             # under add/remove the exact path length is a search of cost O(n^2) per
             # interval (too slow at these n): the inverse mechanism runs under substitution
@@ -277,7 +304,7 @@ def peer_main(peer: str, job: Path, relation: str | None, chunk: Path) -> None:
     elif peer == "tumult":
         import tmlt.core.measurements.pandas_measurements.series  # noqa: F401
     for cell in cells:
-        t_cell = time.time()
+        t_cell = time.process_time()
         results: dict[str, np.ndarray] = {}
         key = cell["key"]
         samples = data[cell["sample"]]
@@ -356,7 +383,7 @@ def peer_main(peer: str, job: Path, relation: str | None, chunk: Path) -> None:
             results[f"{key}|tumult/ar"] = np.array(
                 [[float(m(s)) for _ in range(draws)] for s in (pd.Series(x) for x in samples)]
             )
-        save_cell(job, group, key, results, time.time() - t_cell)
+        save_cell(job, group, key, results, time.process_time() - t_cell)
 
 
 def cell_file(job: Path, group: str, key: str) -> Path:
@@ -364,7 +391,7 @@ def cell_file(job: Path, group: str, key: str) -> Path:
 
 
 def save_cell(job: Path, group: str, key: str, results: dict, seconds: float) -> None:
-    """Atomically write one cell's draws (name → S × D array) and its time."""
+    """Atomically write one cell's draws (name → S × D array) and its CPU seconds."""
     path = cell_file(job, group, key)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")
@@ -412,9 +439,9 @@ def ours_main(job: Path, chunk: Path) -> None:
     draws = int((job / "draws").read_text())
     quick = (job / "quick").read_text() == "1"
     for cell in cells:
-        t = time.time()
+        t = time.process_time()
         out = run_ours(cell, data[cell["sample"]], draws, quick)
-        save_cell(job, f"ours-{code_hash()}", cell["key"], out, time.time() - t)
+        save_cell(job, f"ours-{code_hash()}", cell["key"], out, time.process_time() - t)
 
 
 def code_hash() -> str:

@@ -382,8 +382,8 @@ def release(
         typer.Option(
             help="A registered mechanism (its name in the record): exponential_quantile, "
             "smooth_sensitivity, propose_test_release, bounded_local_sensitivity, laplace, "
-            "gaussian, sum-count; for ratio ksw, naive. Short aliases: exponential, smooth, "
-            "ptr, bounded-ls."
+            "gaussian, sum-count, tie_adaptive_quantile; for ratio ksw, naive. Short aliases: "
+            "exponential, smooth, ptr, bounded-ls, tie-adaptive."
         ),
     ] = None,
     noise: Annotated[
