@@ -78,10 +78,11 @@ def test_diagnostic_edges():
 
 
 def _both_branches(eps, relation):
-    # min_ties = 0 and a large share make both branches likely on tiny inputs, so the
-    # check sees the choice's privacy loss and the value's together
+    # min_ties = 0, a large share and large switch rates make both branches likely on
+    # tiny inputs, so the check sees the choice's privacy loss and the value's together
     q = Median(0.0, 2.0, neighbours=relation)
-    return TieAdaptiveQuantile(q, eps, share=0.5, switch_rate=0.3, min_ties=0)
+    return TieAdaptiveQuantile(q, eps, share=0.5, switch_rate=0.3, min_ties=0,
+                               false_switch_rate=0.3)
 
 
 @pytest.mark.parametrize("relation", ["add_remove", "substitution"])
@@ -142,6 +143,17 @@ def test_record_states_the_choice_and_the_split():
         assert key in rec["parameters"]
 
 
+def test_threshold_bounds_the_switch_rates():
+    # P(switch) ≤ switch_rate at D = min_ties and ≤ false_switch_rate at D = 0, for
+    # small and large ε (the exact law of the choice, no sampling)
+    for eps in (0.1, 0.25, 1.0, 4.0):
+        mech = TieAdaptiveQuantile(Median(0.0, 10.0), eps)
+        for d, rate in ((mech.min_ties, mech.switch_rate), (0, mech.false_switch_rate)):
+            x = [5.0] * (2 * d + 1)  # all equal, n = 2d + 1: D = d
+            assert mech.diagnostic(x) == d
+            assert mech.switch_probability(x) <= rate
+
+
 def test_sizes_zero_one_two_release():
     mech = TieAdaptiveQuantile(Median(0.0, 1.0), 0.5)
     for x in ([], [1.0], [0.0, 1.0], [1.0, 1.0]):
@@ -152,7 +164,8 @@ def test_sizes_zero_one_two_release():
 @pytest.mark.parametrize(
     ("kw", "param"),
     [({"share": 0.0}, "share"), ({"share": 1.5}, "share"), ({"switch_rate": 1.0}, "switch_rate"),
-     ({"min_ties": -1}, "min_ties"), ({"min_ties": 2.5}, "min_ties")],
+     ({"false_switch_rate": 0.0}, "false_switch_rate"), ({"min_ties": -1}, "min_ties"),
+     ({"min_ties": 2.5}, "min_ties")],
 )
 def test_bad_public_parameters_name_themselves(kw, param):
     with pytest.raises(ParameterError) as err:

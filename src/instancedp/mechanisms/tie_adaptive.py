@@ -43,11 +43,13 @@ D + Z ≥ T, release by smooth sensitivity at ε₁
 noise, its public default γ), else by the exponential quantile with the log
 base at ε₁.  The threshold is public:
 
-    T = ``min_ties`` + t₀,  t₀ = the least integer with P(Z ≥ t₀) ≤ ``switch_rate``,
+    T = max(``min_ties`` + t₀, t₁),  t₀ = the least integer with P(Z ≥ t₀) ≤ ``switch_rate``,
 
-so below ``min_ties`` (where smooth sensitivity stops winning, measured in
-docs/results/accuracy.md) the switch happens with probability at most
-``switch_rate``.  The whole is ε-DP by sequential composition of the ε₀-DP
+raised to t₁, the least integer with P(Z ≥ t₁) ≤ ``false_switch_rate``, when
+that is larger: below ``min_ties`` (where smooth sensitivity stops winning,
+docs/results/tie_choice.md) the switch happens with probability at most
+``switch_rate``, and on data without a tie at the target rank (D = 0, where
+smooth sensitivity is several times worse) at most ``false_switch_rate``.  The whole is ε-DP by sequential composition of the ε₀-DP
 choice and an ε₁-DP release chosen by it (adaptive composition of pure DP):
 for every choice c and output y,
 
@@ -87,8 +89,12 @@ DIAGNOSTIC_SHARE = 0.1
 #: P(switch to smooth sensitivity) at D ≤ MIN_TIES is at most this
 SWITCH_RATE = 0.05
 #: the tie half-width from which smooth sensitivity beats the exponential mechanism
-#: (synthetic Poisson columns, ε ∈ [0.25, 1]: docs/results/accuracy.md)
+#: (synthetic Poisson columns, ε ∈ [0.25, 1]: docs/results/tie_choice.md)
 MIN_TIES = 25
+#: P(switch) on data without a tie at the target rank (D = 0) is at most this: there
+#: smooth sensitivity is 2–12× worse (docs/results/tie_choice.md), so a false switch
+#: must be rare enough to cost ≲ 5 % of the default's error on average
+FALSE_SWITCH_RATE = 0.005
 
 EXPONENTIAL, SMOOTH = "exponential_quantile", "smooth_sensitivity"
 
@@ -120,7 +126,7 @@ class TieAdaptiveQuantile(Mechanism):
     exponential mechanism (module docstring: the lemma, the threshold, the proof).
 
     ``TieAdaptiveQuantile(query, epsilon, *, share=0.1, switch_rate=0.05,
-    min_ties=25)`` with ``query`` a :class:`~instancedp.queries.order.Quantile`
+    min_ties=25, false_switch_rate=0.005)`` with ``query`` a :class:`~instancedp.queries.order.Quantile`
     or ``Median`` (bounds, q and relation).  Guarantee ``PureDP(epsilon)``.
     """
 
@@ -134,6 +140,7 @@ class TieAdaptiveQuantile(Mechanism):
         share: float = DIAGNOSTIC_SHARE,
         switch_rate: float = SWITCH_RATE,
         min_ties: int = MIN_TIES,
+        false_switch_rate: float = FALSE_SWITCH_RATE,
     ) -> None:
         if not (hasattr(query, "q") and hasattr(query, "lower")):
             raise ParameterError(
@@ -145,8 +152,11 @@ class TieAdaptiveQuantile(Mechanism):
         try:
             self.share = _validate.in_open_interval(share, "share", 0, 1)
             self.switch_rate = _validate.in_open_interval(switch_rate, "switch_rate", 0, 1)
+            self.false_switch_rate = _validate.in_open_interval(
+                false_switch_rate, "false_switch_rate", 0, 1
+            )
         except ValueError as exc:
-            name = "share" if "share" in str(exc) else "switch_rate"
+            name = next(k for k in ("false_switch_rate", "switch_rate", "share") if k in str(exc))
             raise ParameterError(str(exc), parameter=name, allowed="(0, 1)") from None
         if isinstance(min_ties, bool) or not isinstance(min_ties, int) or min_ties < 0:
             raise ParameterError(
@@ -160,8 +170,9 @@ class TieAdaptiveQuantile(Mechanism):
         while self.diagnostic_epsilon + eps1 > self.epsilon:  # the parts never add above ε
             eps1 = math.nextafter(eps1, 0.0)
         self.release_epsilon = eps1
-        self.threshold = self.min_ties + stability_threshold(
-            self.diagnostic_epsilon, self.switch_rate
+        self.threshold = max(
+            self.min_ties + stability_threshold(self.diagnostic_epsilon, self.switch_rate),
+            stability_threshold(self.diagnostic_epsilon, self.false_switch_rate),
         )
         self._branches: dict[str, Mechanism] = {
             EXPONENTIAL: ExponentialQuantile(query, eps1, base="log"),
