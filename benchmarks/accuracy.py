@@ -43,13 +43,14 @@ the defaults and the private tie choice only, OpenDP without its 4,001-point
 grid; peers included when their environment exists.  Full (no options):
 10 columns (6 real, 4 synthetic), 160 cells, 100 × 5 = 500 trials per cell,
 creates the peers' environments when missing.  Cost, measured in CPU seconds
-per cell (``time.process_time`` in each worker; a 20-trial run of the full
-configuration scaled to 500 trials): OpenDP 18 CPU-minutes (both relations;
-its 4,001-point grid is the largest part), instancedp 7, Tumult 2.5,
-diffprivlib 1.5, plus about 2 for the workers' imports: about 31 CPU-minutes
-in all, about 16 minutes of wall time with ``--jobs 2`` on two idle cores
-(longer on a loaded machine: the CPU seconds do not change, the wall time
-does).  ``--subsamples`` scales it linearly.
+per cell (``time.process_time`` in each worker; a 100-trial run of the full
+configuration scaled to 500 trials): OpenDP 14 CPU-minutes (both relations;
+its 4,001-point grid is the largest part), instancedp 8, Tumult 2.5,
+diffprivlib 2, the workers' imports under 1: about 27 CPU-minutes in all,
+about 14 minutes of wall time with ``--jobs 2`` on two idle cores (on a
+machine loaded to 12 runnable processes the 100-trial run took 18 minutes:
+the CPU seconds do not change, the wall time does).  ``--subsamples`` scales
+it linearly.
 """
 
 from __future__ import annotations
@@ -983,6 +984,9 @@ def why(r: dict, mine: str, peer: str, z: float) -> str:
         )
     if peer.startswith("opendp-natural"):
         return f"{peer}: the candidates are the data's resolution"
+    uniform = r["mae"].get(f"em-uniform/{mine.rsplit('/', 1)[1]}")
+    if uniform is not None and uniform > 1.2 * r["mae"][peer]:
+        return f"{peer}: the uniform-base variant loses too, not a base-measure effect (notes)"
     return f"{peer}: base measure (see the notes)"
 
 

@@ -43,13 +43,14 @@ D + Z ≥ T, release by smooth sensitivity at ε₁
 noise, its public default γ), else by the exponential quantile with the log
 base at ε₁.  The threshold is public:
 
-    T = max(``min_ties`` + t₀, t₁),  t₀ = the least integer with P(Z ≥ t₀) ≤ ``switch_rate``,
+    T = max(``min_ties`` + t₀, t₁),
 
-raised to t₁, the least integer with P(Z ≥ t₁) ≤ ``false_switch_rate``, when
-that is larger: below ``min_ties`` (where smooth sensitivity stops winning,
-docs/results/tie_choice.md) the switch happens with probability at most
-``switch_rate``, and on data without a tie at the target rank (D = 0, where
-smooth sensitivity is several times worse) at most ``false_switch_rate``.  The whole is ε-DP by sequential composition of the ε₀-DP
+t₀ and t₁ the least integers with P(Z ≥ t₀) ≤ ``switch_rate`` and
+P(Z ≥ t₁) ≤ ``false_switch_rate``: below ``min_ties`` (where smooth
+sensitivity stops winning, docs/results/tie_choice.md) the switch happens
+with probability at most ``switch_rate``, and on data without a tie at the
+target rank (D = 0, where smooth sensitivity is several times worse) at most
+``false_switch_rate``.  The whole is ε-DP by sequential composition of the ε₀-DP
 choice and an ε₁-DP release chosen by it (adaptive composition of pure DP):
 for every choice c and output y,
 
@@ -126,8 +127,9 @@ class TieAdaptiveQuantile(Mechanism):
     exponential mechanism (module docstring: the lemma, the threshold, the proof).
 
     ``TieAdaptiveQuantile(query, epsilon, *, share=0.1, switch_rate=0.05,
-    min_ties=25, false_switch_rate=0.005)`` with ``query`` a :class:`~instancedp.queries.order.Quantile`
-    or ``Median`` (bounds, q and relation).  Guarantee ``PureDP(epsilon)``.
+    min_ties=25, false_switch_rate=0.005)`` with ``query`` a
+    :class:`~instancedp.queries.order.Quantile` or ``Median`` (bounds, q and
+    relation).  Guarantee ``PureDP(epsilon)``.
     """
 
     name = "tie_adaptive_quantile"
