@@ -456,8 +456,13 @@ def code_hash() -> str:
 
 
 def job_dir(args, cells: list[dict]) -> Path:
-    """The cache folder of one configuration (its cells, trials and mode)."""
-    spec = json.dumps([args.subsamples, args.draws, args.quick, cells], sort_keys=True)
+    """The cache folder of one configuration (its cells, trials and mode, and the code
+    that runs the peers: a change to it redraws everything)."""
+    import inspect
+
+    peers_code = inspect.getsource(peer_main) + inspect.getsource(peer_grids)
+    spec = json.dumps([args.subsamples, args.draws, args.quick, cells, peers_code],
+                      sort_keys=True)
     return args.cache / hashlib.sha1(spec.encode()).hexdigest()[:16]
 
 
