@@ -40,7 +40,9 @@ run again, and a run after a library change redraws instancedp only.
 
 ``--quick``: 3 columns (2 real, 1 synthetic), 10 × 5 = 50 trials per cell,
 the defaults and the private tie choice only, OpenDP without its 4,001-point
-grid; peers included when their environment exists.  Full (no options):
+grid; peers included when their environment exists: about 50 CPU-seconds
+(under a minute on two idle cores; 2 min 44 s on a machine loaded to 18
+runnable processes).  Full (no options):
 10 columns (6 real, 4 synthetic), 160 cells, 100 × 5 = 500 trials per cell,
 creates the peers' environments when missing.  Cost, measured in CPU seconds
 per cell (``time.process_time`` in each worker; a 100-trial run of the full
