@@ -195,10 +195,16 @@ def tuning_graphs(full: bool) -> dict[str, object]:
 
 
 def gamma_curves(args) -> list[dict]:
+    from functools import cache
+
     import networkx as nx
 
-    from instancedp.experiments.gamma_study import mean_abs_noise
     from instancedp.mechanisms.smooth import default_gamma, smooth_scale
+    from instancedp.noise import calibrate
+
+    @cache
+    def mean_abs_noise(family: str, eps: float, gamma: float, delta: None) -> float:
+        return calibrate(family, eps, gamma).noise.mean_abs()
     from instancedp.queries.graphs import KStarCount, TriangleCount, as_graph
 
     rows = []
