@@ -93,7 +93,9 @@ def _raw_edges(engine: Any, columns: tuple[str, str] | None, lines: bool, strict
     the row counts as an edge row at all (text: not blank, not a comment, not a header)."""
     if lines:
         parts = (f"regexp_split_to_array(trim(ltrim(line, {_BOM})), '[\\s,;]+')")
-        fields = (f"SELECT row_number() OVER () AS r, trim(ltrim(line, {_BOM})) AS l, "
+        # line numbers only for the owner's header rule (a window holds every line)
+        r = "row_number() OVER ()" if strict else "0"
+        fields = (f"SELECT {r} AS r, trim(ltrim(line, {_BOM})) AS l, "
                   f"{parts} AS p FROM {engine.relation}")
         ids = [f"CASE WHEN len(p) >= 2 AND regexp_matches(p[{k}], {_ID}) "
                f"THEN TRY_CAST(p[{k}] AS BIGINT) END" for k in (1, 2)]
