@@ -201,3 +201,18 @@ def test_a_release_reads_only_the_statistics_its_query_needs():
     assert sorted(asked) == ["triangle_count", "triangle_frontier"]
     with pytest.raises(ParameterError):
         qg.TriangleCount(n_vertices=n + 1).value(summary)
+
+
+def test_graph_statistics_on_other_engines_are_refused_before_any_charge(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "g.db"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE e (u INTEGER, v INTEGER)")
+        con.execute("INSERT INTO e VALUES (0, 1)")
+    led = tmp_path / "l.db"
+    with Session(str(db), PureDP(2.0), ledger=led, table="e") as s:
+        with pytest.raises(ParameterError, match="DuckDB") as e:
+            s.release(build_mechanism("triangles", 1.0, vertices=3), rng=simulation(0))
+        assert e.value.parameter == "data"
+        assert s.remaining.epsilon == 2.0
