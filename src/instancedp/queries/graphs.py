@@ -300,9 +300,22 @@ def as_graph(data: Any, n_vertices: int | None = None, *, normalise: bool = Fals
 
 
 def triangle_count(graph: Any) -> int:
-    """Number of triangles, Σ over edges of common neighbours / 3 (sparse)."""
-    a = as_graph(graph).adjacency
-    return int((a @ a).multiply(a).sum(dtype=np.int64) // 6)
+    """Number of triangles (sparse).
+
+    Each edge is oriented from the lower to the higher (degree, id) rank, giving
+    U; a triangle x < y < z in rank is counted once, as the path x → y → z
+    closed by x → z: Σ (U·U) ∘ U.  Out-degrees in rank order are at most
+    √(2m), so on power-law graphs this is far less work than A·A.
+    """
+    g = as_graph(graph)
+    a = g.adjacency
+    rank = np.empty(g.n_vertices, dtype=np.int64)
+    rank[np.lexsort((np.arange(g.n_vertices), g.degrees))] = np.arange(g.n_vertices)
+    rows = np.repeat(np.arange(g.n_vertices, dtype=np.int64), np.diff(a.indptr))
+    cols = a.indices.astype(np.int64)
+    up = rank[rows] < rank[cols]
+    u = _csr(rows[up], cols[up], g.n_vertices)
+    return int((u @ u).multiply(u).sum(dtype=np.int64))
 
 
 def _max_nonadjacent_degree_sum(g: Any) -> int:
