@@ -51,6 +51,9 @@ def connect(
     import duckdb
 
     con = duckdb.connect(":memory:")
+    # DuckDB's own progress bar shows how far a scan has gone (a function of the rows):
+    # off, before the configuration is locked; the CLI shows a spinner and elapsed time only
+    con.execute("SET enable_progress_bar = false")
     if memory_limit is not None:
         con.execute(f"SET memory_limit = {_literal(str(memory_limit))}")
     if threads is not None:
