@@ -216,3 +216,16 @@ def test_graph_statistics_on_other_engines_are_refused_before_any_charge(tmp_pat
             s.release(build_mechanism("triangles", 1.0, vertices=3), rng=simulation(0))
         assert e.value.parameter == "data"
         assert s.remaining.epsilon == 2.0
+
+
+def test_edge_files_other_than_parquet_csv_tsv_are_refused_before_any_charge(tmp_path):
+    f = tmp_path / "g.json"
+    f.write_text('{"u": 0, "v": 1}\n')
+    led = tmp_path / "l.db"
+    Session(None, PureDP(2.0), ledger=led).close()
+    for analyst in (False, True):
+        with Session(f, None, ledger=led, analyst=analyst) as s:
+            with pytest.raises(ParameterError, match="Parquet") as e:
+                s.release(build_mechanism("triangles", 1.0, vertices=3), rng=simulation(0))
+            assert e.value.parameter == "data"
+            assert s.remaining.epsilon == 2.0

@@ -799,6 +799,16 @@ class Session:
         n = getattr(mechanism.query, "n_vertices", None)
         if n is None:
             raise ParameterError(VERTICES_REQUIRED, parameter="vertices")
+        suffix = Path(str(self._data)).suffix.lower() if self.input_kind == "file" else None
+        if suffix is not None and suffix not in (".parquet", ".pq", ".csv", ".tsv"):
+            # JSON's columns are inferred from the rows, and compressed text is not read
+            # line by line: a public refusal, from the file's name
+            raise ParameterError(
+                "edge files are Parquet (declared types), CSV or TSV (read line by line), "
+                f"not {suffix}",
+                parameter="data",
+                allowed=".parquet, .pq, .csv, .tsv",
+            )
         guarantee = mechanism.guarantee
         tables = None
         if not self.analyst:  # the owner's data problems are errors, before the charge
