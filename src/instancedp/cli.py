@@ -855,7 +855,13 @@ def describe_command(
 
 @app.command("release-graph")
 def release_graph(
-    edges: Annotated[Path, typer.Argument(help="Edge-list file: one 'u v' pair per line.")],
+    edges: Annotated[
+        Path,
+        typer.Argument(
+            help="Edge-list file: one 'u v' pair per line; .csv/.tsv/.parquet files are read "
+            "by DuckDB (integer ids in 0..N-1; nothing but small aggregates reaches Python)."
+        ),
+    ],
     statistic: Annotated[str, typer.Option(help="triangles|kstars|two-triangles.")] = "triangles",
     epsilon: Annotated[float, typer.Option(help="Privacy parameter ε > 0.")] = ...,  # type: ignore[assignment]
     delta: Annotated[float | None, typer.Option(help="δ for (ε, δ) mechanisms.")] = None,
@@ -917,9 +923,14 @@ def release_graph(
         vertices=vertices,
     )
     budget = _budget_from_flags(budget_epsilon, budget_delta, budget_rho)
+    from .sources import input_kind
+
     if analyst:
         _analyst_flags(budget, ledger)
         graph: Any = edges  # read by the Session after the charge, under the public policy
+    elif input_kind(edges) == "file":
+        mech.query.normalise = normalise  # DuckDB checks the edges before the charge
+        graph = edges
     else:
         graph = _normalised_graph(io.read_edge_list(edges), normalise, vertices)
     _run_release(

@@ -672,10 +672,13 @@ class Session:
                 and not (stat == "mean" and rel != "add_remove"))
 
     def _out_of_core(self, mechanism: Any) -> bool:
+        from .backends import _is_frame
         from .sources import CandidateQuantile
 
         if self.input_kind in ("sqlite", "postgresql", "spark", "source"):
             return True
+        if _is_graph_mechanism(mechanism):  # edge files and frames: DuckDB
+            return self.input_kind == "file" or _is_frame(self._data)
         return self.input_kind == "file" and isinstance(mechanism, CandidateQuantile)
 
     def source(self, sql: str | None = None) -> Any:
@@ -712,10 +715,7 @@ class Session:
         from .sources import check_no_missing, release_from_source
 
         if _is_graph_mechanism(mechanism):
-            raise ParameterError(
-                "graph statistics are not available out of core: pass the edges in memory",
-                parameter="statistic",
-            )
+            return self._release_graph_from_source(mechanism, sql, rng, convert_delta)
         if self.analyst and sql is not None:
             raise ParameterError(
                 "analyst mode on a database, Spark or a data file releases from a whole "
@@ -751,6 +751,85 @@ class Session:
                 raise DataError(ANALYST_FAILURE) from None
             raise
         self._mark(charge.id, "released")
+        if policy is None:
+            return release
+        import dataclasses
+
+        return dataclasses.replace(
+            release, parameters={**dict(release.parameters), "input_policy": policy}
+        )
+
+    def _graph_tables(self, n: int, sql: str | None, normalise: bool) -> Any:
+        """The edge tables in DuckDB (:mod:`instancedp.backends.graph`) under the public
+        policy: strict for the owner (errors name the problem), row-by-row drop for the
+        analyst.  Text files (CSV, TSV) are read line by line, as edge-list text."""
+        from .backends import Source
+        from .backends import graph as gsql
+        from .backends.duckdb import connect
+
+        if isinstance(self._data, Source):
+            engine, lines = self._data.engine, False
+        else:
+            suffix = Path(str(self._data)).suffix.lower() if self.input_kind == "file" else ""
+            lines = suffix in (".csv", ".tsv")
+            engine = connect(self._data, sql=sql, lines=lines)
+        policy = "drop" if self.analyst else "strict"
+        return gsql.edge_tables(engine, n, normalise=normalise, policy=policy, lines=lines)
+
+    def _release_graph_from_source(
+        self, mechanism: Any, sql: str | None, rng: Any, convert_delta: float | None
+    ) -> Any:
+        """A graph statistic from an edge file or frame: the sufficient statistics are
+        DuckDB aggregates (:func:`instancedp.backends.graph.summary`), and the mechanism
+        releases from them exactly what it releases from the edges in memory."""
+        from .backends import Source
+        from .backends import graph as gsql
+
+        backend = self._data.backend if isinstance(self._data, Source) else self.input_kind
+        if backend in ("sqlite", "postgresql", "spark", "numpy"):
+            raise ParameterError(
+                "graph statistics run in memory or in DuckDB (edge files and frames), "
+                f"not on {backend}",
+                parameter="data",
+            )
+        if self._where["sql"] is not None or (self.analyst and sql is not None):
+            raise ParameterError(
+                "graph statistics read the whole edge file: drop sql=", parameter="sql"
+            )
+        n = getattr(mechanism.query, "n_vertices", None)
+        if n is None:
+            raise ParameterError(VERTICES_REQUIRED, parameter="vertices")
+        suffix = Path(str(self._data)).suffix.lower() if self.input_kind == "file" else None
+        if suffix is not None and suffix not in (".parquet", ".pq", ".csv", ".tsv"):
+            # JSON's columns are inferred from the rows, and compressed text is not read
+            # line by line: a public refusal, from the file's name
+            raise ParameterError(
+                "edge files are Parquet (declared types), CSV or TSV (read line by line), "
+                f"not {suffix}",
+                parameter="data",
+                allowed=".parquet, .pq, .csv, .tsv",
+            )
+        guarantee = mechanism.guarantee
+        tables = None
+        if not self.analyst:  # the owner's data problems are errors, before the charge
+            tables = self._graph_tables(n, sql, bool(getattr(mechanism.query, "normalise", False)))
+        self.ledger.price(self.dataset_id, guarantee, convert_delta)  # CompositionError early
+        params = mechanism.parameters()
+        policy = None
+        if self.analyst:
+            policy = analyst_policy(mechanism)
+            params = {**params, "input_policy": policy}
+        charge = self._charge(guarantee, _mechanism_name(mechanism), params, convert_delta)
+        try:
+            if tables is None:
+                tables = self._graph_tables(n, None, True)
+            release = mechanism.release(gsql.summary(tables), rng=rng)
+        except Exception:
+            self._mark(charge.id, "failed")
+            if self.analyst:  # the cause may depend on the rows
+                raise DataError(ANALYST_FAILURE) from None
+            raise
+        self._mark(charge.id, "refused" if getattr(release, "refused", False) else "released")
         if policy is None:
             return release
         import dataclasses

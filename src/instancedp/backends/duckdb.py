@@ -38,15 +38,22 @@ def connect(
     memory_limit: str | None = None,
     threads: int | None = None,
     temp_directory: str | None = None,
+    lines: bool = False,
 ) -> SQLEngine:
     """An engine over a file path (Parquet/CSV/JSON) or a pandas/polars/Arrow frame.
 
     ``sql`` (optional) is a SELECT over the view ``data``; the primitives then
-    read its result.
+    read its result.  ``lines=True`` (text files): ``data`` is one VARCHAR column
+    ``line`` per line of the file, read as Latin-1 with no quoting and no type
+    or header sniffing, so nothing about how a line is read depends on the other
+    lines (the graph backend parses edge lists from it).
     """
     import duckdb
 
     con = duckdb.connect(":memory:")
+    # DuckDB's own progress bar shows how far a scan has gone (a function of the rows):
+    # off, before the configuration is locked; the CLI shows a spinner and elapsed time only
+    con.execute("SET enable_progress_bar = false")
     if memory_limit is not None:
         con.execute(f"SET memory_limit = {_literal(str(memory_limit))}")
     if threads is not None:
@@ -67,7 +74,14 @@ def connect(
                 parameter="data",
                 allowed=", ".join(sorted(_READERS)),
             )
-        con.execute(f"CREATE VIEW data AS SELECT * FROM {_READERS[suffix]}({_literal(str(path))})")
+        if lines:
+            reader = (f"read_csv({_literal(str(path))}, columns = {{'line': 'VARCHAR'}}, "
+                      "header = false, delim = '\x01', quote = '', escape = '', "
+                      "auto_detect = false, null_padding = true, strict_mode = false, "
+                      "encoding = 'latin-1')")
+        else:
+            reader = f"{_READERS[suffix]}({_literal(str(path))})"
+        con.execute(f"CREATE VIEW data AS SELECT * FROM {reader}")
         allowed.append(str(path.resolve()))
         allowed.append(str(path))
     else:

@@ -172,6 +172,17 @@ class NoiseDistribution(ABC):
         v = self.var()
         return math.sqrt(v) if math.isfinite(v) else math.inf
 
+    def mean_abs(self) -> float:
+        """E|Z| = 2∫₀^∞ P(Z > z) dz (symmetric about 0), by quadrature: the expected
+        absolute error a release with this noise adds (inf when the tail integral
+        diverges)."""
+        from scipy import integrate
+
+        scale = max(float(self.isf(0.25)), 1e-12)
+        body, _ = integrate.quad(lambda z: float(self.sf(z)), 0, scale, limit=200)
+        tail, _ = integrate.quad(lambda z: float(self.sf(z)), scale, np.inf, limit=400)
+        return 2 * (body + tail)
+
     @property
     def kinks(self) -> tuple[float, ...]:
         """Points where the density is not smooth (default: the centre)."""

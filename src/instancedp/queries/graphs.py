@@ -48,6 +48,7 @@ from .order import _distance
 
 __all__ = [
     "Graph",
+    "GraphSummary",
     "as_graph",
     "TriangleCount",
     "KStarCount",
@@ -132,6 +133,43 @@ class Graph:
 
     def __repr__(self) -> str:
         return f"Graph(n_vertices={self.n_vertices}, n_edges={self.n_edges})"
+
+
+class GraphSummary:
+    """A graph known only through its sufficient statistics, computed where the edges
+    live (:mod:`instancedp.backends.graph`): what the graph queries read, by name.
+
+    ``compute(name)`` returns one statistic: ``"n_edges"``, ``"degrees"`` (d_v for
+    v = 0 … n − 1), ``"triangle_count"``, ``"triangle_frontier"``,
+    ``"kstar_frontier"``, ``"two_triangle_count"``, ``"two_triangle_ls"``; each is
+    asked for at most once (a release reads only the ones its query needs).  The
+    in-memory :class:`Graph` computes the same names from its adjacency, so a
+    mechanism given either releases the same bytes.  Private analysis data.
+    """
+
+    __slots__ = ("n_vertices", "_compute", "_cache")
+
+    def __init__(self, n_vertices: int, compute: Any) -> None:
+        self.n_vertices = int(n_vertices)
+        self._compute = compute
+        self._cache: dict = {}
+
+    def cached(self, name: str, compute: Any = None) -> Any:
+        """The statistic ``name`` (``compute`` is the in-memory recipe, unused here)."""
+        if name not in self._cache:
+            self._cache[name] = self._compute(name)
+        return self._cache[name]
+
+    @property
+    def n_edges(self) -> int:
+        return int(self.cached("n_edges"))
+
+    @property
+    def degrees(self) -> np.ndarray:
+        return self.cached("degrees")
+
+    def __repr__(self) -> str:
+        return f"GraphSummary(n_vertices={self.n_vertices})"
 
 
 def _csr(rows: np.ndarray, cols: np.ndarray, n: int) -> sp.csr_array:
@@ -262,12 +300,25 @@ def as_graph(data: Any, n_vertices: int | None = None, *, normalise: bool = Fals
 
 
 def triangle_count(graph: Any) -> int:
-    """Number of triangles, Σ over edges of common neighbours / 3 (sparse)."""
-    a = as_graph(graph).adjacency
-    return int((a @ a).multiply(a).sum(dtype=np.int64) // 6)
+    """Number of triangles (sparse).
+
+    Each edge is oriented from the lower to the higher (degree, id) rank, giving
+    U; a triangle x < y < z in rank is counted once, as the path x → y → z
+    closed by x → z: Σ (U·U) ∘ U.  Out-degrees in rank order are at most
+    √(2m), so on power-law graphs this is far less work than A·A.
+    """
+    g = as_graph(graph)
+    a = g.adjacency
+    rank = np.empty(g.n_vertices, dtype=np.int64)
+    rank[np.lexsort((np.arange(g.n_vertices), g.degrees))] = np.arange(g.n_vertices)
+    rows = np.repeat(np.arange(g.n_vertices, dtype=np.int64), np.diff(a.indptr))
+    cols = a.indices.astype(np.int64)
+    up = rank[rows] < rank[cols]
+    u = _csr(rows[up], cols[up], g.n_vertices)
+    return int((u @ u).multiply(u).sum(dtype=np.int64))
 
 
-def _max_nonadjacent_degree_sum(g: Graph) -> int:
+def _max_nonadjacent_degree_sum(g: Any) -> int:
     """max d_i + d_j over non-adjacent pairs i ≠ j (−1 if none).
 
     Highest-degree pairs first: for each i (by degree, descending) its best
@@ -377,12 +428,18 @@ class _GraphQuery(Query):
     def prepare_key(self) -> tuple:
         return ("graph", self.n_vertices, self.normalise)
 
-    def _prepare(self, data: Any) -> Graph:
+    def _prepare(self, data: Any) -> Graph | GraphSummary:
+        if isinstance(data, GraphSummary):  # statistics computed where the edges live
+            if self.n_vertices is not None and self.n_vertices != data.n_vertices:
+                raise ParameterError(
+                    f"the graph's statistics are on {data.n_vertices} vertices but "
+                    f"n_vertices={self.n_vertices}",
+                    parameter="n_vertices",
+                )
+            return data
         if self.n_vertices is None and not _carries_vertex_set(data):
             # Under edge privacy the vertex set is public; max id + 1 of the
             # private edges is not (one edge to a new vertex changes it).
-            from ..errors import ParameterError
-
             raise ParameterError(
                 "an edge list does not fix the public vertex set: build the query with "
                 "n_vertices=N (or pass a Graph, adjacency matrix or networkx graph)",
@@ -413,7 +470,8 @@ class TriangleCount(_GraphQuery):
         return math.inf if self.n_vertices is None else float(max(self.n_vertices - 2, 0))
 
     def value(self, data: Any) -> float:
-        return float(triangle_count(self._load(data)))
+        g = self._load(data)
+        return float(g.cached("triangle_count", lambda: triangle_count(g)))
 
     def local_sensitivity(self, data: Any, distance: int = 0) -> float:
         s = _distance(distance)
@@ -458,7 +516,12 @@ def kstar_pair_frontier(graph: Any) -> np.ndarray:
     (d_i, d_i) — which dominates every pair among the remaining vertices —
     is dominated by a point already found.
     """
-    g = as_graph(graph)
+    return _kstar_frontier_scan(as_graph(graph))
+
+
+def _kstar_frontier_scan(g: Any) -> np.ndarray:
+    """:func:`kstar_pair_frontier` on anything with ``n_vertices``, ``degrees`` and
+    ``neighbours_of(v)`` (the DuckDB backend reads the few neighbour lists it needs)."""
     n = g.n_vertices
     d = g.degrees
     order = np.argsort(-d, kind="stable")
@@ -656,7 +719,8 @@ class TwoTriangleCount(_GraphQuery):
         return float(two_triangle_layer_bound(n * (n - 1) // 2, n)) if n >= 3 else 0.0
 
     def value(self, data: Any) -> float:
-        return float(two_triangle_count(self._load(data)))
+        g = self._load(data)
+        return float(g.cached("two_triangle_count", lambda: two_triangle_count(g)))
 
     def local_sensitivity(self, data: Any, distance: int = 0) -> float:
         k = _distance(distance)
