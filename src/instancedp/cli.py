@@ -202,9 +202,15 @@ def summary_lines(release: Any, chosen: dict[str, Any] | None = None) -> list[tu
     if ci is not None:
         spent = (f"ε = {_num(ci.epsilon)} of the guarantee spent on it" if ci.epsilon
                  else "no extra ε: post-processing")
-        lines.append(("interval", f"[{_num(ci.lower)}, {_num(ci.upper)}] with "
-                      f"{100 * ci.level:g}% confidence for the statistic on these data "
-                      f"({spent}; --json for how)"))
+        if isinstance(ci, list):  # several quantiles: one interval per level, one noisy CDF
+            ends = ", ".join(f"[{_num(i.lower)}, {_num(i.upper)}]" for i in ci)
+            lines.append(("intervals", f"{ends} with {100 * ci.level:g}% confidence each, "
+                          f"for each level's quantile on these data ({spent} for all "
+                          "levels; --json for how)"))
+        else:
+            lines.append(("interval", f"[{_num(ci.lower)}, {_num(ci.upper)}] with "
+                          f"{100 * ci.level:g}% confidence for the statistic on these data "
+                          f"({spent}; --json for how)"))
     stat = chosen.get("statistic") or params.get("query")
     if stat is not None:
         what = str(stat)
