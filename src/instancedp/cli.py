@@ -815,6 +815,11 @@ def describe_command(
     neighbours: Annotated[
         str | None, typer.Option(help="Neighbour relation (describe runs under add-remove).")
     ] = None,
+    ci: Annotated[
+        float,
+        typer.Option("--ci", help="Confidence level of every statistic's error bar, inside "
+                     "--epsilon; 0 for none."),
+    ] = 0.95,
 ) -> None:
     """A private describe(): count, mean, quartiles, 5th and 95th percentiles of every
     numeric column, charged once."""
@@ -840,7 +845,8 @@ def describe_command(
         )
         with session:
             with _spinner("charging the ledger and computing the summary", as_json=json_out):
-                result = session.describe(epsilon, columns=cols, bounds=col_bounds, rng=rng)
+                result = session.describe(epsilon, columns=cols, bounds=col_bounds, rng=rng,
+                                          ci=ci or None)
             remaining = session.remaining if ledger is not None else None
     except ValueError:
         if fresh and Path(ledger).exists():  # type: ignore[arg-type]

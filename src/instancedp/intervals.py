@@ -98,10 +98,12 @@ class Interval:
     parameters: Mapping[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
+        """The record; an infinite end (a bound-free interval reaching its range) is
+        None, so that the record is strict JSON."""
         return {
             "level": self.level,
-            "lower": self.lower,
-            "upper": self.upper,
+            "lower": finite_or_none(self.lower),
+            "upper": finite_or_none(self.upper),
             "covers": self.covers,
             "method": self.method,
             "epsilon": self.epsilon,
@@ -114,6 +116,11 @@ class Interval:
             f"[{self.lower:.6g}, {self.upper:.6g}] at {100 * self.level:g}% "
             f"({self.method}{extra})"
         )
+
+
+def finite_or_none(v: Any) -> Any:
+    """A number for the record: ±∞ (an open end) becomes None (JSON null)."""
+    return v if v is None or math.isfinite(float(v)) else None
 
 
 def check_level(level: Any) -> float:
