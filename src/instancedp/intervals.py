@@ -33,6 +33,13 @@ the output of a further, charged mechanism.  One function per family:
   for the proof; the failure probability is at most α/2 per side whatever
   the main mechanism did.
 
+* **Several quantiles, every mechanism** (:func:`quantiles_intervals`): ONE
+  noisy hierarchical histogram (a 16-ary tree over 4,096 public cells, exact
+  discrete Laplace on every node) gives an interval for every level by
+  post-processing, so its cost does not grow with m; bound-free releases draw
+  it on the range their values span and open the ends that reach it
+  (:func:`open_ends`).  See that function for the proof.
+
 Instance-adaptive families take a documented share ``DEFAULT_FRACTION`` of ε
 for the interval: the mechanism runs at ε·(1 − f), the interval at the rest,
 and the record states both; the guarantee charged is their composition.
@@ -718,8 +725,9 @@ def _unsupported(mechanism: Any) -> ParameterError:
     name = getattr(mechanism, "name", type(mechanism).__name__)
     return ParameterError(
         f"mechanism {name!r} offers no confidence interval; intervals exist for the "
-        "Laplace and Gaussian mechanisms, sum-over-count means, smooth sensitivity and "
-        "every median or quantile release with public bounds",
+        "Laplace and Gaussian mechanisms, sum-over-count means, smooth sensitivity, "
+        "every median or quantile release with public bounds and every several-quantile "
+        "release",
         parameter="ci",
         allowed="a mechanism with an interval, or ci=None",
     )
