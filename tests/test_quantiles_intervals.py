@@ -109,8 +109,8 @@ def test_large_table_many_trials_and_informative():
 
 def test_margins_are_needed(monkeypatch):
     """Without the Chernoff margins the same check fails: the tests can fail."""
-    zero = lambda *a: np.zeros(iv.TREE_BRANCHING**iv.TREE_DEPTH - 1, dtype=np.int64)  # noqa: E731
-    monkeypatch.setattr(iv, "_edge_margins", zero)
+    zero = lambda max_j, *a: np.zeros((max_j + 1, max_j + 1), dtype=np.int64)  # noqa: E731
+    monkeypatch.setattr(iv, "_margin_table", zero)
     x = np.clip(np.random.default_rng(7).normal(50, 10, 2000), *BOUNDS)
     with pytest.raises(AssertionError):
         check_coverage(build("recursive", "add_remove", epsilon=0.5), x, 60, seed=1)
@@ -291,3 +291,25 @@ def test_cli_ci_for_quantiles(tmp_path, capsys):
     assert main([*argv, "--json"]) in (0, None)
     rec = json.loads(capsys.readouterr().out)
     assert len(rec["ci"]) == 3 and rec["parameters"]["interval"]["method"] == iv.CDF
+
+
+def test_tested_edges_and_a_bad_centre():
+    """The edges tested around a released value: dense near it, reaching both ends;
+    a centre far from the truth (a bad release) keeps the coverage (the edges are a
+    function of the release, independent of the tree's noise) and only widens."""
+    plan = iv.tree_plan(0.0, 100.0, neighbours="add_remove", epsilon=1.0, chart_scale=0.01)
+    k = iv.tested_edges(plan, 50.0)
+    k0 = int(np.searchsorted(plan.edges, 50.0))
+    assert set(range(k0 - iv.DENSE_EDGES, k0 + iv.DENSE_EDGES + 1)) <= set(k.tolist())
+    assert k.min() == 1 and k.max() == plan.cells - 1 and k.size < 200
+    x = np.sort(np.clip(np.random.default_rng(9).normal(50, 10, 3000), *BOUNDS))
+    t = truth(x, 0.5)
+    misses, widths = 0, []
+    for seed in range(40):
+        [(lo, hi)], _ = iv.quantiles_intervals(
+            x, [0.5], lower=0, upper=100, neighbours="add_remove", epsilon=0.5, level=0.9,
+            chart_scale=0.01, source=simulation(seed), centres=[99.0])
+        misses += not lo <= t <= hi
+        widths.append(hi - lo)
+    assert misses <= int(binom.ppf(1 - FALSE_FAILURE, 40, 0.1))
+    assert np.median(widths) < 20

@@ -393,15 +393,15 @@ def column_release(
     row: dict[str, Any] = {"column": col, "count": max(0, int(round(c))), "mean": float(mean)}
     row.update(dict(zip(QUANTILE_NAMES, qs, strict=True)))
     if level is not None:
-        row["ci"] = _column_intervals(x, s, c, mean_mech, plan, (lo, hi), shares, level,
-                                      source)
+        row["ci"] = _column_intervals(x, s, c, qs, mean_mech, plan, (lo, hi), shares,
+                                      level, source)
     if plan["bounds"] is None:
         row["mean_clamp"] = [float(lo), float(hi)]
     return row, records
 
 
 def _column_intervals(
-    x: np.ndarray, s: float, c: float, mean_mech: Any, plan: dict[str, Any],
+    x: np.ndarray, s: float, c: float, qs: list[float], mean_mech: Any, plan: dict[str, Any],
     clamp: tuple[float, float], shares: dict[str, float], level: float, source: Any,
 ) -> dict[str, list[float]]:
     """[lower, upper] per statistic (module docstring): count and mean by
@@ -423,7 +423,7 @@ def _column_intervals(
     pairs, _ = quantiles_intervals(
         x, LEVELS, lower=lo, upper=hi, neighbours=plan["relation"],
         epsilon=shares["intervals"], level=level, chart_scale=chart_scale_for(lo, hi),
-        source=source)
+        source=source, centres=qs)
     if plan["bounds"] is None:
         pairs = open_ends(pairs, lo, hi)
     out = {"count": [max(float(c_lo), 0.0), max(float(c_hi), 0.0)],

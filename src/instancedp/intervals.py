@@ -70,6 +70,10 @@ SCAN_CANDIDATES = 512
 #: the noisy tree of the several-quantile intervals: B^h = 16³ = 4,096 public cells
 TREE_BRANCHING = 16
 TREE_DEPTH = 3
+#: edges tested around a released value: every edge within this many cells, then
+#: offsets growing by EDGE_RATIO (about 150 edges in all, not 4,095)
+DENSE_EDGES = 16
+EDGE_RATIO = 1.1
 #: denominator of the public rationals bracketing q in the scans' integer queries
 _Q_DENOMINATOR = 2**16
 
@@ -502,32 +506,68 @@ def _edge_margins(branching: int, depth: int, w_b: int, w_a: int, scale: Fractio
     return out
 
 
+def tested_edges(plan: TreePlan, centre: float) -> np.ndarray:
+    """The interior edges tested for one level: every edge within
+    :data:`DENSE_EDGES` cells of the released value ``centre``, then edges at
+    geometric offsets (ratio :data:`EDGE_RATIO`) out to both bounds — a public
+    function of a released number, so the union bound runs over these only."""
+    k0 = int(np.searchsorted(plan.edges, centre))
+    offsets = [*range(DENSE_EDGES + 1)]
+    d = float(DENSE_EDGES)
+    while d < plan.cells:
+        d *= EDGE_RATIO
+        offsets.append(round(d))
+    off = np.array(offsets)
+    k = np.concatenate((k0 - off, k0 + off, [1, plan.cells - 1]))  # the first and last too
+    return np.unique(k[(k >= 1) & (k <= plan.cells - 1)])
+
+
+@functools.lru_cache(maxsize=1024)
+def _margin_table(max_j: int, w_b: int, w_a: int, scale: Fraction, beta: float) -> np.ndarray:
+    """:func:`chernoff_margin` for every (j_B, j_A) in [0, max_j]² (public; cached)."""
+    j = np.arange(max_j + 1)
+    jb, ja = np.meshgrid(j, j, indexing="ij")
+    out = chernoff_margin(jb.ravel(), ja.ravel(), w_b, w_a, scale, beta).reshape(jb.shape)
+    out.flags.writeable = False
+    return out
+
+
 def cdf_intervals(
-    levels: list[np.ndarray], plan: TreePlan, qs: Any, level: float
+    levels: list[np.ndarray], plan: TreePlan, qs: Any, level: float,
+    centres: Any = None,
 ) -> list[tuple[float, float]]:
     """[L_j, U_j] for each q_j from one noisy tree (post-processing; see
-    :func:`quantiles_intervals` for the proof)."""
-    k, below, above, _, _ = tree_ranks(levels, plan)
-    beta = (1.0 - level) / 2.0 / max(k.size, 1)  # per side, per edge (union bound)
+    :func:`quantiles_intervals` for the proof).  ``centres``: the released values
+    (one per level) around which :func:`tested_edges` picks the edges; None tests
+    every interior edge."""
+    k, below, above, j_b, j_a = tree_ranks(levels, plan)
     edges = plan.edges
     out = []
-    for q in qs:
+    for j, q in enumerate(qs):
+        if centres is None:
+            pos = np.arange(k.size)
+        else:
+            pos = tested_edges(plan, float(centres[j])) - 1  # k = pos + 1
+        beta = (1.0 - level) / 2.0 / max(pos.size, 1)  # per side, per tested edge
         r_lo, r_hi = _bracket_q(float(q))
         lo, hi = float(edges[0]), float(edges[-1])
-        # lower end: G = (D − N)·B − N·A < 0 certified by G̃ + e < 0 (r₋ ≤ q)
-        n_, d_ = r_lo.numerator, r_lo.denominator
-        g = (d_ - n_) * below - n_ * above
-        e = _edge_margins(plan.branching, plan.depth, d_ - n_, n_, plan.scale, beta)
-        ok = np.nonzero(g + e < 0)[0]
-        if ok.size:
-            lo = float(edges[k[ok[-1]]])
-        # upper end: G ≥ 0 certified by G̃ − e ≥ 0 (r₊ ≥ q)
-        n_, d_ = r_hi.numerator, r_hi.denominator
-        g = (d_ - n_) * below - n_ * above
-        e = _edge_margins(plan.branching, plan.depth, d_ - n_, n_, plan.scale, beta)
-        ok = np.nonzero(g - e >= 0)[0]
-        if ok.size:
-            hi = float(edges[k[ok[0]]])
+        for r, side in ((r_lo, -1), (r_hi, +1)):
+            n_, d_ = r.numerator, r.denominator
+            g = (d_ - n_) * below[pos] - n_ * above[pos]
+            if centres is None:
+                e = _edge_margins(plan.branching, plan.depth, d_ - n_, n_, plan.scale, beta)
+            else:
+                table = _margin_table((plan.branching - 1) * plan.depth, d_ - n_, n_,
+                                      plan.scale, beta)
+                e = table[j_b[pos], j_a[pos]]
+            if side < 0:  # lower end: G < 0 certified by G̃ + e < 0 (r₋ ≤ q)
+                ok = np.nonzero(g + e < 0)[0]
+                if ok.size:
+                    lo = float(edges[k[pos[ok[-1]]]])
+            else:  # upper end: G ≥ 0 certified by G̃ − e ≥ 0 (r₊ ≥ q)
+                ok = np.nonzero(g - e >= 0)[0]
+                if ok.size:
+                    hi = float(edges[k[pos[ok[0]]]])
         out.append((lo, hi))
     return out
 
@@ -535,9 +575,12 @@ def cdf_intervals(
 def quantiles_intervals(
     rows: np.ndarray, qs: Any, *, lower: float, upper: float, neighbours: str,
     epsilon: float, level: float, chart_scale: float, source: RandomSource,
+    centres: Any = None,
 ) -> tuple[list[tuple[float, float]], TreePlan]:
     """An interval for every level q_j at ``level`` from ONE ε-DP noisy histogram,
-    and the tree's public plan.  ``rows``: sorted, clamped to [lower, upper].
+    and the tree's public plan.  ``rows``: sorted, clamped to [lower, upper];
+    ``centres``: the released values (then only :func:`tested_edges` around each
+    are tested, a smaller union bound), or None (every edge).
 
     Each [L_j, U_j] covers x_(⌈q_j n⌉) of the rows (``lower`` when ⌈q_j n⌉ = 0)
     with probability ≥ ``level``; the cost does not grow with m.
@@ -553,16 +596,19 @@ def quantiles_intervals(
     (the canonical decompositions of the prefix [0, k) and the suffix [k, K)),
     so G̃_k − G_k = E_k = (D − N)·S_B − N·S_A with S_B, S_A independent sums of
     j_B and j_A discrete Laplace noises; |E_k| ≤ e_k except with probability
-    β/(K − 1) per side (:func:`chernoff_margin`, E_k symmetric), β = (1 − level)/2.
-    On the event that every edge's bound holds (probability ≥ 1 − 2β by the
-    union bound):
+    β/|S| per side (:func:`chernoff_margin`, E_k symmetric), β = (1 − level)/2,
+    S the tested edges: every interior edge, or :func:`tested_edges` around
+    the released value — a function of the release, whose randomness is
+    independent of the tree's noise, so conditionally on it the bound below
+    holds, hence also unconditionally.  On the event that every tested edge's
+    bound holds (probability ≥ 1 − 2β by the union bound):
 
     * lower end, r = r₋: G̃_k + e_k < 0 implies G_k < 0, i.e. B_k < r₋·n ≤ q·n, so
       ⌈qn⌉ ≥ 1 and at most ⌈qn⌉ − 1 rows lie below c_k: x_(⌈qn⌉) ≥ c_k.  L is the
-      largest such edge (``lower`` if none; rows are clamped, so x ≥ lower);
+      largest such tested edge (``lower`` if none; rows are clamped, so x ≥ lower);
     * upper end, r = r₊: G̃_k − e_k ≥ 0 implies G_k ≥ 0, i.e. B_k ≥ r₊·n ≥ q·n, so
       B_k ≥ ⌈qn⌉ and x_(⌈qn⌉) < c_k (or ⌈qn⌉ = 0 and the value is ``lower``).
-      U is the smallest such edge (``upper`` if none).
+      U is the smallest such tested edge (``upper`` if none).
 
     The empty table: every G_k = 0, nothing is certified on the event, and
     [lower, upper] holds the value ``lower``.
@@ -570,7 +616,7 @@ def quantiles_intervals(
     plan = tree_plan(lower, upper, neighbours=neighbours, epsilon=epsilon,
                      chart_scale=chart_scale)
     x = np.clip(np.asarray(rows, dtype=np.float64), lower, upper)
-    return cdf_intervals(noisy_tree(x, plan, source), plan, qs, level), plan
+    return cdf_intervals(noisy_tree(x, plan, source), plan, qs, level, centres), plan
 
 
 def released_range(values: Any) -> tuple[float, float]:
@@ -708,8 +754,11 @@ def vector_intervals(
         lower, upper = bounds
     pairs, plan = quantiles_intervals(
         rows, qs, lower=lower, upper=upper, neighbours=neighbours, epsilon=epsilon,
-        level=level, chart_scale=chart_scale_for(lower, upper), source=source)
-    extra: dict[str, Any] = plan.public()
+        level=level, chart_scale=chart_scale_for(lower, upper), source=source,
+        centres=[float(v) for v in np.asarray(values, dtype=np.float64)])
+    extra: dict[str, Any] = {**plan.public(), "edges_tested": "around the released value: "
+                             f"every edge within {DENSE_EDGES} cells, then offsets × "
+                             f"{EDGE_RATIO:g}"}
     if bounds is None:
         pairs = open_ends(pairs, lower, upper)
         extra["range"] = [lower, upper]
