@@ -313,3 +313,29 @@ def test_tested_edges_and_a_bad_centre():
         widths.append(hi - lo)
     assert misses <= int(binom.ppf(1 - FALSE_FAILURE, 40, 0.1))
     assert np.median(widths) < 20
+
+
+@pytest.mark.parametrize("bounds", [(0, 100), None])
+def test_analyst_mode_csv(tmp_path, bounds):
+    """Analyst mode on a CSV with a missing and a huge cell: one charge, m intervals."""
+    ledger = tmp_path / "l.db"
+    Session(None, PureDP(5.0), ledger=ledger).close()
+    csv = tmp_path / "d.csv"
+    pd.DataFrame({"x": np.append(CELLS["normal"], [np.nan, 1e9])}).to_csv(csv, index=False)
+    with Session(str(csv), ledger=ledger, analyst=True) as s:
+        opts = {"bounds": bounds} if bounds else {}
+        r = s.release_statistic("quantiles", "x", epsilon=1.0, quantiles=[0.25, 0.75],
+                                ci=0.9, rng=simulation(1), **opts)
+        assert len(r.ci) == 2 and r.guarantee == PureDP(1.0)
+        assert s.spent.epsilon == pytest.approx(1.0) and len(s.history()) == 1
+
+
+def test_huge_values_and_bounds():
+    """Bounds and released values near the float range: finite charts, valid ends."""
+    x = np.sort(np.array([-1e308, 0.0, 1.0, 1e308]))
+    for lo, hi in ((-1e308, 1e308), iv.released_range([-1e308, 1e308])):
+        assert math.isfinite(iv.chart_scale_for(lo, hi))
+        [(a, b)], plan = iv.quantiles_intervals(
+            x, [0.5], lower=lo, upper=hi, neighbours="add_remove", epsilon=1.0, level=0.9,
+            chart_scale=iv.chart_scale_for(lo, hi), source=simulation(1), centres=[0.0])
+        assert lo <= a <= b <= hi and np.all(np.isfinite(plan.edges))

@@ -406,7 +406,8 @@ def tree_plan(
     phi, phi_inv = log_scale_map(chart_scale)
     k = branching**depth
     u = float(phi(lower)) + (float(phi(upper)) - float(phi(lower))) * np.arange(k + 1) / k
-    edges = np.clip(phi_inv(u), lower, upper)
+    with np.errstate(over="ignore"):  # φ⁻¹ may round past huge bounds: clipped
+        edges = np.clip(phi_inv(u), lower, upper)
     edges[0], edges[-1] = lower, upper
     edges = np.maximum.accumulate(edges)  # rounding never makes a cell negative
     sens = depth * (2 if neighbours == "substitution" else 1)
@@ -623,8 +624,10 @@ def released_range(values: Any) -> tuple[float, float]:
     """R = [v_1 − w/2, v_m + w/2], w = v_m − v_1, from released sorted values (a
     public function of them; padded to a nonempty range when w = 0)."""
     v = np.sort(np.asarray(values, dtype=np.float64))
-    w = float(v[-1] - v[0])
-    lo, hi = float(v[0]) - w / 2, float(v[-1]) + w / 2
+    half = float(v[-1]) / 2 - float(v[0]) / 2  # w/2 without overflow
+    big = np.finfo(np.float64).max
+    lo = max(float(v[0]) - half, -big)
+    hi = min(float(v[-1]) + half, big)
     if not hi > lo:
         pad = max(abs(lo), 1.0) * 1e-6
         lo, hi = lo - pad, hi + pad
@@ -734,7 +737,7 @@ def _vector_spec(mechanism: Any) -> dict[str, Any] | None:
 
 def chart_scale_for(lower: float, upper: float) -> float:
     """The log chart's scale over public bounds (as for a single quantile)."""
-    return (float(upper) - float(lower)) * 1e-4
+    return (float(upper) / 2 - float(lower) / 2) * 2e-4  # no overflow on huge bounds
 
 
 def vector_intervals(
