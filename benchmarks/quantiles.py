@@ -371,6 +371,8 @@ def main(argv: list[str] | None = None) -> dict:
                          "--out's JSON (replacing its rows of the same data and n; timings "
                          "taken where present), then rewrite the report")
     ap.add_argument("--datasets", nargs="+", default=None, help="datasets to run")
+    ap.add_argument("--note", action="append", default=[],
+                    help="a line added to the report's notes (with --merge/--report-only)")
     ap.add_argument("--log-chart", action="store_true",
                     help="also run the joint mechanism on the log chart (base='log')")
     args = ap.parse_args(argv)
@@ -389,6 +391,7 @@ def main(argv: list[str] | None = None) -> dict:
                 if other.get(k):
                     res[k] = other[k]
             res["commands"] = commands_of(res) + commands_of(other)
+        res["notes"] = list(dict.fromkeys(res["notes"] + args.note))
         if args.merge:
             order = {d: i for i, d in enumerate(("normal", "goog", "elevation"))}
             res["rows"].sort(key=lambda r: (order.get(r["dataset"], 9), r["n"], r["epsilon"],
