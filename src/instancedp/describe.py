@@ -79,6 +79,9 @@ SPLIT_CI: dict[str, float] = {"quantiles": 0.375, "intervals": 0.125, "sum": 0.2
                               "count": 0.25}
 #: the default confidence level of describe's error bars
 DEFAULT_LEVEL = 0.95
+#: describe's noisy tree: 32² = 1,024 cells (1,056 exact noises per column, a
+#: quarter of a several-quantile release's 16³ tree: describe draws one per column)
+TREE: tuple[int, int] = (32, 2)
 #: what each error bar covers (stated in the output)
 COVERS: dict[str, str] = {
     "count": "the column's number of non-missing rows",
@@ -303,14 +306,14 @@ def describe(
         "input_policy": {"missing": "drop", "out_of_range": "clamp to the bounds"},
     }
     if level is not None:
-        from .intervals import CDF, RATIO, TREE_BRANCHING, TREE_DEPTH
+        from .intervals import CDF, RATIO
 
         parameters["intervals"] = {
             "level": level,
             "covers": dict(COVERS),
             "method": {"count": "laplace noise quantile (exact)", "mean": RATIO,
-                       "quantiles": f"{CDF} (one tree of {TREE_BRANCHING}^{TREE_DEPTH} "
-                                    "cells for the five levels)"},
+                       "quantiles": f"{CDF} (one tree of {TREE[0]}^{TREE[1]} cells for "
+                                    "the five levels)"},
             "epsilon_per_column": shares["intervals"],
             "coverage": "each interval separately, at the level",
         }
@@ -423,7 +426,7 @@ def _column_intervals(
     pairs, _ = quantiles_intervals(
         x, LEVELS, lower=lo, upper=hi, neighbours=plan["relation"],
         epsilon=shares["intervals"], level=level, chart_scale=chart_scale_for(lo, hi),
-        source=source, centres=qs)
+        source=source, centres=qs, branching=TREE[0], depth=TREE[1])
     if plan["bounds"] is None:
         pairs = open_ends(pairs, lo, hi)
     out = {"count": [max(float(c_lo), 0.0), max(float(c_hi), 0.0)],

@@ -576,7 +576,7 @@ def cdf_intervals(
 def quantiles_intervals(
     rows: np.ndarray, qs: Any, *, lower: float, upper: float, neighbours: str,
     epsilon: float, level: float, chart_scale: float, source: RandomSource,
-    centres: Any = None,
+    centres: Any = None, branching: int = TREE_BRANCHING, depth: int = TREE_DEPTH,
 ) -> tuple[list[tuple[float, float]], TreePlan]:
     """An interval for every level q_j at ``level`` from ONE ε-DP noisy histogram,
     and the tree's public plan.  ``rows``: sorted, clamped to [lower, upper];
@@ -615,7 +615,7 @@ def quantiles_intervals(
     [lower, upper] holds the value ``lower``.
     """
     plan = tree_plan(lower, upper, neighbours=neighbours, epsilon=epsilon,
-                     chart_scale=chart_scale)
+                     chart_scale=chart_scale, branching=branching, depth=depth)
     x = np.clip(np.asarray(rows, dtype=np.float64), lower, upper)
     return cdf_intervals(noisy_tree(x, plan, source), plan, qs, level, centres), plan
 
