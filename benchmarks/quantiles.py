@@ -372,6 +372,8 @@ def main(argv: list[str] | None = None) -> dict:
                          "--out's JSON (replacing its rows of the same data and n; timings "
                          "taken where present), then rewrite the report")
     ap.add_argument("--datasets", nargs="+", default=None, help="datasets to run")
+    ap.add_argument("--drop-note", action="append", default=[],
+                    help="drop the notes containing this text (superseded by a later step)")
     ap.add_argument("--describe-only", action="store_true",
                     help="with --retime: only the describe timing (the joint's kept)")
     ap.add_argument("--note", action="append", default=[],
@@ -394,7 +396,10 @@ def main(argv: list[str] | None = None) -> dict:
                 if other.get(k):
                     res[k] = other[k]
             res["commands"] = commands_of(res) + commands_of(other)
-        res["notes"] = list(dict.fromkeys(res["notes"] + args.note))
+        res["notes"] = [n for n in dict.fromkeys(res["notes"] + args.note)
+                        if not any(d in n for d in args.drop_note)]
+        if (args.note or args.drop_note) and not args.merge:
+            res["commands"] = commands_of(res) + [command]
         if args.merge:
             order = {d: i for i, d in enumerate(("normal", "goog", "elevation"))}
             res["rows"].sort(key=lambda r: (order.get(r["dataset"], 9), r["n"], r["epsilon"],
