@@ -9,10 +9,12 @@ at ε/m each, run in their own virtual environments under ``.bench-envs/``
 reason logged in the report.
 
 Grid: m ∈ {3, 9, 19} evenly spaced levels j/(m+1); n ∈ {10³, 10⁴, 10⁵};
-ε ∈ {0.5, 2}; add/remove and substitution.  The joint and independent laws
-are the same under both relations (utility sensitivity 2, resp. rank score
-sensitivity ≤ 1, under either), so their draws serve both rows; the recursive
-algorithm's per-mechanism ε halves under substitution; the peers' guarantees
+ε ∈ {0.5, 2}; add/remove and substitution.  The independent mechanisms' law
+is the same under both relations (rank score sensitivity ≤ 1 under either),
+so its draws serve both rows; the joint mechanism's utility sensitivity is
+2·(1 − min gap weight) under add/remove and 2 under substitution, so it runs
+under each; the recursive algorithm's per-mechanism ε halves under
+substitution; ``--log-chart`` adds the joint mechanism on the log chart; the peers' guarantees
 are add/remove ones, so they appear in add/remove rows only.
 
 Error of one release: mean over the m levels of |released − empirical
@@ -54,6 +56,8 @@ from instancedp.queries.quantiles import Quantiles
 from instancedp.random import simulation
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the joint mechanism on the log chart (base="log"; same utility, another base measure)
+JOINT_LOG = "joint, log chart"
 OUT = ROOT / "docs" / "results"
 
 PEER_CODE = {
@@ -215,8 +219,9 @@ def time_joint(n: int = 100_000, m: int = 19, reps: int = 3) -> dict:
     return out
 
 
-def run_block(dname: str, n: int, trials: int) -> dict:
-    """The instancedp mechanisms on one (dataset, n) block: rows, data and peer tasks."""
+def run_block(dname: str, n: int, trials: int, log_chart: bool = False) -> dict:
+    """The instancedp mechanisms on one (dataset, n) block: rows, data and peer tasks
+    (``log_chart``: also the joint mechanism on the log chart)."""
     pool, bounds, desc = load_dataset(dname)
     gen = np.random.default_rng([n, len(dname)])
     data = [draw_data(pool, n, gen) for _ in range(trials)]
@@ -230,9 +235,12 @@ def run_block(dname: str, n: int, trials: int) -> dict:
                 mechs: dict[str, Any] = {
                     "recursive (KSS 2022)": RecursiveQuantiles(query, eps),
                     "unbounded ε/m (Durfee 2023)": UnboundedQuantiles(qs, eps, neighbours=rel),
+                    # the utility's sensitivity depends on the relation: run under each
+                    "joint (GJK 2021)": JointQuantiles(query, eps),
                 }
+                if log_chart:
+                    mechs[JOINT_LOG] = JointQuantiles(query, eps, base="log")
                 if rel == "add_remove":
-                    mechs["joint (GJK 2021)"] = JointQuantiles(query, eps)
                     mechs["independent ε/m"] = IndependentQuantiles(query, eps)
                 for label, mech in mechs.items():
                     t0 = time.perf_counter()
@@ -243,7 +251,7 @@ def run_block(dname: str, n: int, trials: int) -> dict:
                         errs.append(score(x, truth, out))
                     res[(label, rel)] = (errs, time.perf_counter() - t0)
             for (label, _rel), (errs, secs) in list(res.items()):
-                if label in ("joint (GJK 2021)", "independent ε/m"):  # same law
+                if label == "independent ε/m":  # the same law under both relations
                     res[(label, "substitution")] = (errs, secs)
             for k in range(trials):
                 peer_tasks.append({"data": k, "qs": qs, "eps_each": eps / m, "eps": eps, "m": m})
@@ -310,6 +318,7 @@ def time_describe(rows: int, columns: int = 10) -> dict:
                 s.close()
             out[f"describe_{label}_s"] = float(np.median(times))
             out[f"ratio_{label}"] = out[f"describe_{label}_s"] / out["duckdb_summarize_s"]
+    out["load_average"] = os.getloadavg()
     return out
 
 
@@ -363,6 +372,14 @@ def main(argv: list[str] | None = None) -> dict:
                          "--out's JSON (replacing its rows of the same data and n; timings "
                          "taken where present), then rewrite the report")
     ap.add_argument("--datasets", nargs="+", default=None, help="datasets to run")
+    ap.add_argument("--drop-note", action="append", default=[],
+                    help="drop the notes containing this text (superseded by a later step)")
+    ap.add_argument("--describe-only", action="store_true",
+                    help="with --retime: only the describe timing (the joint's kept)")
+    ap.add_argument("--note", action="append", default=[],
+                    help="a line added to the report's notes (with --merge/--report-only)")
+    ap.add_argument("--log-chart", action="store_true",
+                    help="also run the joint mechanism on the log chart (base='log')")
     args = ap.parse_args(argv)
     command = "benchmarks/quantiles.py " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.report_only or args.merge:
@@ -379,6 +396,10 @@ def main(argv: list[str] | None = None) -> dict:
                 if other.get(k):
                     res[k] = other[k]
             res["commands"] = commands_of(res) + commands_of(other)
+        res["notes"] = [n for n in dict.fromkeys(res["notes"] + args.note)
+                        if not any(d in n for d in args.drop_note)]
+        if (args.note or args.drop_note) and not args.merge:
+            res["commands"] = commands_of(res) + [command]
         if args.merge:
             order = {d: i for i, d in enumerate(("normal", "goog", "elevation"))}
             res["rows"].sort(key=lambda r: (order.get(r["dataset"], 9), r["n"], r["epsilon"],
@@ -389,9 +410,11 @@ def main(argv: list[str] | None = None) -> dict:
         return res
     if args.retime:
         res = json.loads((OUT / f"{args.out}.json").read_text())
-        res["timing"] = time_joint()
+        if not args.describe_only:
+            res["timing"] = time_joint()
         res["describe_timing"] = time_describe(args.describe_rows or 1_000_000)
-        res["timing"]["load_average"] = os.getloadavg()
+        if not args.describe_only:
+            res["timing"]["load_average"] = os.getloadavg()
         res["commands"] = commands_of(res) + [command]
         write(res, args.out)
         return res
@@ -407,10 +430,10 @@ def main(argv: list[str] | None = None) -> dict:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(args.workers) as ex:
-            futs = [ex.submit(run_block, d, n, trials) for d, n in blocks]
+            futs = [ex.submit(run_block, d, n, trials, args.log_chart) for d, n in blocks]
             done = [f.result() for f in futs]
     else:
-        done = [run_block(d, n, trials) for d, n in blocks]
+        done = [run_block(d, n, trials, args.log_chart) for d, n in blocks]
     for block in done:
         dname, n, data, bounds = block["dname"], block["n"], block["data"], block["bounds"]
         peer_tasks = block["peer_tasks"]
@@ -507,24 +530,26 @@ def _fmt(v: float) -> str:
 
 
 def goal_rows(rows: list[dict]) -> list[str]:
-    """Markdown rows: joint ÷ the better peer per (data, n, ε), for m = 3 and m = 9."""
+    """Markdown rows: joint (uniform, then log chart) ÷ the better peer per (data, n, ε),
+    for m = 3 and m = 9."""
     best: dict[tuple, float] = {}
-    joint: dict[tuple, float] = {}
+    joint: dict[str, dict[tuple, float]] = {"joint (GJK 2021)": {}, JOINT_LOG: {}}
     for r in rows:
         if r["relation"] != "add_remove" or r["m"] not in (3, 9):
             continue
         key = (r["dataset"], r["n"], r["epsilon"], r["m"])
-        if r["method"] == "joint (GJK 2021)":
-            joint[key] = r["mean_abs_error"]
+        if r["method"] in joint:
+            joint[r["method"]][key] = r["mean_abs_error"]
         elif r["method"] in ("opendp ε/m", "tumult ε/m"):
             best[key] = min(best.get(key, np.inf), r["mean_abs_error"])
     out = []
     for d, n, eps in dict.fromkeys(k[:3] for k in best):
         cells = []
-        for m in (3, 9):
-            k = (d, n, eps, m)
-            cells.append(f"{joint[k] / best[k]:.2f}×" if k in best and k in joint else "–")
-        out.append(f"| {d} | {n} | {eps:g} | {cells[0]} | {cells[1]} |")
+        for table in joint.values():
+            for m in (3, 9):
+                k = (d, n, eps, m)
+                cells.append(f"{table[k] / best[k]:.2f}×" if k in best and k in table else "–")
+        out.append(f"| {d} | {n} | {eps:g} | " + " | ".join(cells) + " |")
     return out
 
 
@@ -541,9 +566,10 @@ def write(res: dict, name: str) -> None:
         f"{res['seconds']:.0f} s on a machine with {res['machine']['cpu_count']} cores "
         f"({rows[0]['trials']} trials per cell, a fresh dataset per trial).  Levels j/(m+1), "
         "j = 1 … m.  Cell = mean over trials of the mean over the m levels of "
-        "|release − empirical quantile| (median over trials in brackets).  Joint and "
-        "independent mechanisms have the same law under both relations; the recursive "
-        "algorithm spends ε/(2L) per mechanism under substitution (L = ⌈log2(m+1)⌉); "
+        "|release − empirical quantile| (median over trials in brackets).  The independent "
+        "mechanisms have the same law under both relations; the joint mechanism's utility "
+        "has sensitivity 2·(1 − 1/(m+1)) under add/remove and 2 under substitution; the "
+        "recursive algorithm spends ε/(2L) per mechanism under substitution (L = ⌈log2(m+1)⌉); "
         "OpenDP and Tumult are add/remove mechanisms at ε/m each (OpenDP on a grid of "
         "10 001 candidates between the bounds).",
         "",
@@ -578,7 +604,10 @@ def write(res: dict, name: str) -> None:
             f"of 3, same run): DuckDB's exact `SUMMARIZE` {d['duckdb_summarize_s']:.2f} s "
             f"({d['duckdb_threads']} threads); `Session.describe(ε = 1)` without bounds "
             f"{d['describe_bound_free_s']:.2f} s ({d['ratio_bound_free']:.1f}×), with bounds "
-            f"{d['describe_bounds_s']:.2f} s ({d['ratio_bounds']:.1f}×).",
+            f"{d['describe_bounds_s']:.2f} s ({d['ratio_bounds']:.1f}×), each with its "
+            "default 95 % error bars"
+            + (f"; load average {d['load_average'][0]:.1f} on "
+               f"{res['machine']['cpu_count']} cores" if "load_average" in d else "") + ".",
             "",
         ]
     goal = goal_rows(rows)
@@ -587,10 +616,12 @@ def write(res: dict, name: str) -> None:
             "## The default against the peers (add/remove, quartiles m = 3 and deciles m = 9)",
             "",
             "Joint mechanism's mean error ÷ the better of OpenDP and Tumult at ε/m each "
-            "(goal: ≤ 1.0× on quartiles, ≤ 0.5× on deciles, every cell).",
+            "(goal: ≤ 1.0× on quartiles, ≤ 0.5× on deciles, every cell); uniform base "
+            "measure (the default) and the log chart.",
             "",
-            "| data | n | ε | quartiles (m = 3) | deciles (m = 9) |",
-            "|---|---|---|---|---|",
+            "| data | n | ε | quartiles (m = 3) | deciles (m = 9) | quartiles, log chart | "
+            "deciles, log chart |",
+            "|---|---|---|---|---|---|---|",
             *goal,
             "",
         ]

@@ -35,15 +35,16 @@ mpmath.mp.dps = 40
 MECHS = (JointQuantiles, RecursiveQuantiles, IndependentQuantiles)
 
 
-def brute_paths(x, qs, lower, upper, eps):
-    """{interval path (i_1 ≤ … ≤ i_m): log mass} by enumeration (GJK 2021 law)."""
+def brute_paths(x, qs, lower, upper, eps, sens=2):
+    """{interval path (i_1 ≤ … ≤ i_m): log mass} by enumeration (GJK 2021 law, with
+    the utility scaled by ε/(2·sens))."""
     x = sorted(min(max(v, lower), upper) for v in x)
     n, m = len(x), len(qs)
     pts = [lower, *x, upper]
     lengths = [mpmath.mpf(pts[i + 1]) - mpmath.mpf(pts[i]) for i in range(n + 1)]
     levels = [0, *qs, 1]
     targets = [(mpmath.mpf(b) - mpmath.mpf(a)) * n for a, b in itertools.pairwise(levels)]
-    c = mpmath.mpf(eps) / 4
+    c = mpmath.mpf(eps) / (2 * mpmath.mpf(sens))
     out = {}
     for path in itertools.combinations_with_replacement(range(n + 1), m):
         vol = mpmath.mpf(1)
@@ -133,7 +134,8 @@ def test_sampler_law_chi_square(secure):
     x, qs, eps = [0.5, 1.0, 3.0], (0.25, 0.5, 0.75), 1.5
     query = Quantiles(qs, 0.0, 4.0)
     mech = JointQuantiles(query, eps)
-    masses = brute_paths(x, qs, 0.0, 4.0, eps)
+    # add/remove: Δ = 2·(1 − min gap weight) = 2·(1 − 1/4)
+    masses = brute_paths(x, qs, 0.0, 4.0, eps, sens=mpmath.mpf(3) / 2)
     logz = log_total(masses)
     xs = np.sort(np.array(x))
     if secure:
@@ -203,6 +205,8 @@ def test_joint_exact_privacy_check(relation):
     eps, lower, upper = 1.0, 0.0, 4.0
     domain = (0.0, 1.0, 2.0, 3.0)
     qs = (0.3, 0.7)
+    # gap weights 0.3, 0.4, 0.3: Δ = 2·(1 − 0.3) under add/remove, 2 under substitution
+    sens = mpmath.mpf(14) / 10 if relation == "add_remove" else 2
     query = Quantiles(qs, lower, upper, neighbours=relation)
     mech = JointQuantiles(query, eps)
     outputs = np.array(list(itertools.combinations_with_replacement([0.5, 1.5, 2.5, 3.5], 2)))
@@ -214,8 +218,8 @@ def test_joint_exact_privacy_check(relation):
         for a, b in _neighbours(x, domain, relation):
             la = mech.log_density(list(a), outputs)
             lb = mech.log_density(list(b), outputs)
-            za = float(log_total(brute_paths(list(a), qs, lower, upper, eps)))
-            zb = float(log_total(brute_paths(list(b), qs, lower, upper, eps)))
+            za = float(log_total(brute_paths(list(a), qs, lower, upper, eps, sens)))
+            zb = float(log_total(brute_paths(list(b), qs, lower, upper, eps, sens)))
             # the forward pass's normaliser agrees with enumeration
             assert abs(forward_z(mech, a) - za) < 1e-9 and abs(forward_z(mech, b) - zb) < 1e-9
             loss = np.abs((la + forward_z(mech, a) - za) - (lb + forward_z(mech, b) - zb))
@@ -224,8 +228,83 @@ def test_joint_exact_privacy_check(relation):
     assert worst > 0.4 * eps  # the check is not vacuous: the bound is nearly attained
 
 
+@pytest.mark.parametrize("relation", ["add_remove", "substitution"])
+@pytest.mark.parametrize("qs", [(0.3, 0.7), (0.25, 0.5, 0.75), (0.1,), (0.0, 0.5)])
+def test_joint_utility_sensitivity_brute_force(relation, qs):
+    """max |u(x, o) − u(x′, o)| over every neighbour pair of {0,1,2,3}^{≤4} and every
+    output vector on a grid through and between the rows equals the stated Δ
+    (attained): 2·(1 − min gap weight) under add/remove, 2 under substitution."""
+    from instancedp.mechanisms.joint_quantiles import utility, utility_sensitivity
+
+    domain = (0.0, 1.0, 2.0, 3.0)
+    grid = [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5]
+    outputs = np.array(list(itertools.combinations_with_replacement(grid, len(qs))))
+    worst = 0.0
+    datasets = [()] + [
+        d for k in (1, 2, 3, 4) for d in itertools.combinations_with_replacement(domain, k)
+    ]
+    for x in datasets:
+        for a, b in _neighbours(x, domain, relation):
+            ua = utility(np.sort(np.array(a, float)), qs, outputs)
+            ub = utility(np.sort(np.array(b, float)), qs, outputs)
+            worst = max(worst, float(np.max(np.abs(ua - ub))))
+    w = np.diff([0.0, *qs, 1.0])
+    stated = 2.0 if relation == "substitution" else 2 * (1 - w.min())
+    assert float(utility_sensitivity(qs, relation)) == pytest.approx(stated)
+    assert worst == pytest.approx(stated)
+
+
 def forward_z(mech, x):
     return mech.output_distribution(list(x)).log_z
+
+
+@pytest.mark.parametrize("relation", ["add_remove"])  # substitution: the same row-wise map
+def test_joint_log_chart_exact_privacy_check(relation):
+    """The log chart (base="log"): the same check on the φ-rows, φ(u) = log1p(u/s) on
+    [0, 4] with s = 0.5 — the law's densities in φ-coordinates against brute-force
+    enumeration on the φ-mapped rows and bounds, every neighbour pair of
+    {0,1,2,3}^{≤2}; outputs at the midpoints of the φ-cells."""
+    eps, lower, upper, s = 1.0, 0.0, 4.0, 0.5
+    phi = lambda u: math.log1p(u / s)  # noqa: E731
+    domain = (0.0, 1.0, 2.0, 3.0)
+    qs = (0.3, 0.7)
+    sens = mpmath.mpf(14) / 10 if relation == "add_remove" else 2
+    mech = JointQuantiles(Quantiles(qs, lower, upper, neighbours=relation), eps, base="log",
+                          log_scale=s)
+    cuts = [phi(v) for v in (lower, *domain[1:], upper)]
+    mids = [(a + b) / 2 for a, b in itertools.pairwise(cuts)]
+    outputs = np.array(list(itertools.combinations_with_replacement(mids, 2)))
+    worst = 0.0
+    datasets = [()] + [
+        d for k in (1, 2) for d in itertools.combinations_with_replacement(domain, k)
+    ]
+    for x in datasets:
+        for a, b in _neighbours(x, domain, relation):
+            la = mech.log_density(list(a), outputs)
+            lb = mech.log_density(list(b), outputs)
+            za = float(log_total(brute_paths([phi(v) for v in a], qs, phi(lower), phi(upper),
+                                             eps, sens)))
+            zb = float(log_total(brute_paths([phi(v) for v in b], qs, phi(lower), phi(upper),
+                                             eps, sens)))
+            assert abs(forward_z(mech, a) - za) < 1e-9 and abs(forward_z(mech, b) - zb) < 1e-9
+            loss = np.abs((la + forward_z(mech, a) - za) - (lb + forward_z(mech, b) - zb))
+            worst = max(worst, float(loss.max()))
+    assert 0.4 * eps < worst <= eps + 1e-9
+
+
+def test_joint_log_chart_release_in_bounds_sorted_and_recorded():
+    x = np.random.default_rng(4).lognormal(3, 1, 400)
+    mech = JointQuantiles(Quantiles((0.25, 0.5, 0.75), 0.0, 1e4), 2.0, base="log")
+    r = mech.release(x, rng=simulation(2))
+    v = np.asarray(r.value)
+    assert np.all(np.diff(v) >= 0) and 0 <= v[0] and v[-1] <= 1e4
+    assert r.parameters["base"] == "log" and r.parameters["log_scale"] == 1.0
+    truth = np.quantile(x, (0.25, 0.5, 0.75))
+    assert np.all(np.abs(np.log(v / truth)) < 0.5)
+    out = np.asarray(mech.release(x).value)  # secure: exact draw on the chart, mapped back
+    assert np.all(np.diff(out) >= 0)
+    with pytest.raises(ParameterError):
+        JointQuantiles(Quantiles((0.5,), 0.0, 1.0), 1.0, base="grid")
 
 
 def test_recursive_composition_totals_epsilon(monkeypatch):

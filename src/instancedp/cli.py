@@ -202,9 +202,15 @@ def summary_lines(release: Any, chosen: dict[str, Any] | None = None) -> list[tu
     if ci is not None:
         spent = (f"ε = {_num(ci.epsilon)} of the guarantee spent on it" if ci.epsilon
                  else "no extra ε: post-processing")
-        lines.append(("interval", f"[{_num(ci.lower)}, {_num(ci.upper)}] with "
-                      f"{100 * ci.level:g}% confidence for the statistic on these data "
-                      f"({spent}; --json for how)"))
+        if isinstance(ci, list):  # several quantiles: one interval per level, one noisy CDF
+            ends = ", ".join(f"[{_num(i.lower)}, {_num(i.upper)}]" for i in ci)
+            lines.append(("intervals", f"{ends} with {100 * ci.level:g}% confidence each, "
+                          f"for each level's quantile on these data ({spent} for all "
+                          "levels; --json for how)"))
+        else:
+            lines.append(("interval", f"[{_num(ci.lower)}, {_num(ci.upper)}] with "
+                          f"{100 * ci.level:g}% confidence for the statistic on these data "
+                          f"({spent}; --json for how)"))
     stat = chosen.get("statistic") or params.get("query")
     if stat is not None:
         what = str(stat)
@@ -809,6 +815,11 @@ def describe_command(
     neighbours: Annotated[
         str | None, typer.Option(help="Neighbour relation (describe runs under add-remove).")
     ] = None,
+    ci: Annotated[
+        float,
+        typer.Option("--ci", help="Confidence level of every statistic's error bar, inside "
+                     "--epsilon; 0 for none."),
+    ] = 0.95,
 ) -> None:
     """A private describe(): count, mean, quartiles, 5th and 95th percentiles of every
     numeric column, charged once."""
@@ -834,7 +845,8 @@ def describe_command(
         )
         with session:
             with _spinner("charging the ledger and computing the summary", as_json=json_out):
-                result = session.describe(epsilon, columns=cols, bounds=col_bounds, rng=rng)
+                result = session.describe(epsilon, columns=cols, bounds=col_bounds, rng=rng,
+                                          ci=ci or None)
             remaining = session.remaining if ledger is not None else None
     except ValueError:
         if fresh and Path(ledger).exists():  # type: ignore[arg-type]

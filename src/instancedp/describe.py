@@ -16,27 +16,44 @@ Everything that shapes the release is public and fixed before the charge:
   under substitution).
 * **Split** — ε/k per column (k columns; each row touches every column:
   sequential composition), and within a column ½ to the five quantiles, ¼ to
-  the clamped sum and ¼ to the count; the mean is lower + (noisy sum ÷ noisy
-  count) as in :class:`~instancedp.mechanisms.sum_count.NoisySumOverCount`,
-  whose parts are reused, and the count is that noisy count (rounded, at
-  least 0: post-processing).  The parts are pure ε-DP and add up to ε: one
-  ledger charge of ε (basic composition, Dwork & Roth 2014, Thm. 3.16 — exact
-  for pure ε, so no privacy-loss-distribution figure is needed).
+  the clamped sum and ¼ to the count (:data:`SPLIT`); with error bars (the
+  default, ``ci=0.95``) the quantiles keep ⅜ and their intervals take ⅛
+  (:data:`SPLIT_CI`).  The mean is lower + (noisy sum ÷ noisy count) as in
+  :class:`~instancedp.mechanisms.sum_count.NoisySumOverCount`, whose parts are
+  reused, and the count is that noisy count (rounded, at least 0:
+  post-processing).  The parts are pure ε-DP and add up to ε: one ledger
+  charge of ε (basic composition, Dwork & Roth 2014, Thm. 3.16 — exact for
+  pure ε, so no privacy-loss-distribution figure is needed).
 * **Mechanisms** — with public bounds (lo, hi) for a column: the recursive
   quantiles of Kaplan, Schnapp & Stemmer (2022) (O(n log n); the joint
   mechanism's O(m²·n) pass is slower on large tables) and the mean clamped to
   [lo, hi].  Without bounds: p5 and p95 by the bound-free quantile (Durfee
   2023; ¼ of the quantile share each), which give the public range
-  R = [p5 − w/2, p95 + w/2], w = p95 − p5 (grid ratio :data:`UNBOUNDED_BETA`);
-  then the quartiles by the recursive algorithm on the rows clamped to R (½ of
-  the share), and the mean clamped to R (adaptive composition: R is a
-  function of released values; a winsorised mean, stated in the output).  The five values are sorted
+  R = [p5 − w/2, p95 + w/2], w = p95 − p5 (grid ratio :data:`UNBOUNDED_BETA`;
+  :func:`~instancedp.intervals.released_range`); then the quartiles by the
+  recursive algorithm on the rows clamped to R (½ of the share), and the mean
+  clamped to R (adaptive composition: R is a function of released values; a
+  winsorised mean, stated in the output).  The five values are sorted
   (post-processing).
 
-Error bars: each part's release object may carry ``ci`` (the private
-intervals of :mod:`instancedp.intervals` where available); :func:`part_ci` is
-the one hook that reads it, and the result shows a ``ci`` column when any
-part has one.
+Error bars (``ci`` = the level; :mod:`instancedp.intervals`), each stating what
+it covers, all inside the same charge:
+
+* count — the noisy count ± its Laplace quantile (exact coverage, no extra ε),
+  clipped at 0; covers the column's number of non-missing rows;
+* mean — the sum ÷ count interval (post-processing of the two noisy values, no
+  extra ε); covers the mean of the rows clamped to the bounds (to R without
+  bounds: the winsorised mean);
+* the five quantiles — ONE noisy hierarchical histogram at the intervals'
+  share gives all five (:func:`~instancedp.intervals.quantiles_intervals`);
+  with bounds they cover the quantiles of the clamped rows; without bounds the
+  tree is drawn on R and an end that reaches R is opened to ±∞
+  (:func:`~instancedp.intervals.open_ends`), so they cover the rows' own
+  quantiles.
+
+Memory: one column at a time is read into memory (8 bytes per non-missing
+row, plus a sorted copy), never the whole table; the columns are read by
+DuckDB from the file (CSV/Parquet) or the in-memory frame.
 """
 
 from __future__ import annotations
@@ -55,8 +72,25 @@ from .privacy import PureDP, compose
 LEVELS: tuple[float, ...] = (0.05, 0.25, 0.5, 0.75, 0.95)
 QUANTILE_NAMES: tuple[str, ...] = ("p5", "p25", "p50", "p75", "p95")
 STATISTICS: tuple[str, ...] = ("count", "mean", *QUANTILE_NAMES)
-#: the share of a column's ε per part
+#: the share of a column's ε per part (no error bars)
 SPLIT: dict[str, float] = {"quantiles": 0.5, "sum": 0.25, "count": 0.25}
+#: … and with error bars: the quantiles' intervals take a quarter of their share
+SPLIT_CI: dict[str, float] = {"quantiles": 0.375, "intervals": 0.125, "sum": 0.25,
+                              "count": 0.25}
+#: the default confidence level of describe's error bars
+DEFAULT_LEVEL = 0.95
+#: describe's noisy tree: 32² = 1,024 cells (1,056 exact noises per column, a
+#: quarter of a several-quantile release's 16³ tree: describe draws one per column)
+TREE: tuple[int, int] = (32, 2)
+#: what each error bar covers (stated in the output)
+COVERS: dict[str, str] = {
+    "count": "the column's number of non-missing rows",
+    "mean": "the mean of the non-missing rows clamped to the bounds (without bounds: "
+            "to the released range R, a winsorised mean)",
+    "quantiles": "each level's empirical quantile x_(⌈q·n⌉) of the non-missing rows "
+                 "(clamped to the bounds where given; without bounds an end reaching R "
+                 "is infinite)",
+}
 #: the bound-free grid's ratio in describe: 1% steps (the scan's length, and its
 #: secure draws, grow like log(|value|)/log(beta); 1.001 is ten times slower)
 UNBOUNDED_BETA = 1.01
@@ -65,12 +99,6 @@ _NUMERIC = {
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
     "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL",
 }
-
-
-def part_ci(release: Any) -> Any:
-    """The error bar a part's release carries (``Release.ci``), or None: the one hook."""
-    ci = getattr(release, "ci", None)
-    return ci() if callable(ci) else ci
 
 
 def _is_csv(data: Any) -> bool:
@@ -169,8 +197,15 @@ class DescribeResult:
         return any(r.get("ci") for r in self.rows)
 
     def to_dict(self) -> dict[str, Any]:
+        """The public record (strict JSON: an open interval end is None)."""
+        from .intervals import finite_or_none
+
+        rows = [dict(r) for r in self.rows]
+        for r in rows:
+            if "ci" in r:
+                r["ci"] = {k: [finite_or_none(v) for v in pair] for k, pair in r["ci"].items()}
         return {
-            "statistics": [dict(r) for r in self.rows],
+            "statistics": rows,
             "guarantee": self.guarantee.as_dict(),
             "mechanism": "describe",
             "parameters": self.parameters,
@@ -178,11 +213,23 @@ class DescribeResult:
         }
 
     def to_frame(self) -> Any:
-        """A pandas DataFrame like ``DataFrame.describe()``: statistics × columns."""
+        """A pandas DataFrame like ``DataFrame.describe()``: statistics × columns.
+
+        With error bars the columns are (column, ``value`` | ``lower`` |
+        ``upper``): ``frame[col]["value"]`` is the plain summary."""
         import pandas as pd
 
-        data = {r["column"]: [r[s] for s in STATISTICS] for r in self.rows}
-        return pd.DataFrame(data, index=list(STATISTICS))
+        if not self.has_ci:
+            data = {r["column"]: [r[s] for s in STATISTICS] for r in self.rows}
+            return pd.DataFrame(data, index=list(STATISTICS))
+        data = {}
+        for r in self.rows:
+            data[(r["column"], "value")] = [r[s] for s in STATISTICS]
+            data[(r["column"], "lower")] = [r["ci"][s][0] for s in STATISTICS]
+            data[(r["column"], "upper")] = [r["ci"][s][1] for s in STATISTICS]
+        frame = pd.DataFrame(data, index=list(STATISTICS))
+        frame.columns = pd.MultiIndex.from_tuples(frame.columns, names=["column", "part"])
+        return frame
 
     def __repr__(self) -> str:
         return (
@@ -198,11 +245,15 @@ def describe(
     columns: Any = None,
     bounds: dict[str, tuple[float, float]] | None = None,
     rng: Any = None,
+    ci: float | None = DEFAULT_LEVEL,
 ) -> DescribeResult:
-    """The body of :meth:`instancedp.session.Session.describe` (see the module docstring)."""
+    """The body of :meth:`instancedp.session.Session.describe` (see the module docstring).
+
+    ``ci``: the error bars' confidence level (None: no error bars, and the
+    split without an intervals share)."""
+    from .intervals import check_level
     from .mechanisms.sum_count import NoisySumOverCount
     from .random import resolve
-    from .recipes import build_quantiles_mechanism
     from .session import ANALYST_FAILURE
 
     source = resolve(rng)
@@ -219,26 +270,14 @@ def describe(
             "release each statistic with release_statistic",
             parameter="data",
         )
+    level = None if ci is None else check_level(ci)
     chosen, rule = numeric_columns(data, columns)
     col_bounds = _check_bounds(bounds, chosen)
     eps_col = eps / len(chosen)
-    shares = {k: v * eps_col for k, v in SPLIT.items()}
-    plans: dict[str, dict[str, Any]] = {}
-    for col in chosen:
-        b = col_bounds.get(col)
-        if b is not None:
-            qmech = build_quantiles_mechanism(
-                LEVELS, shares["quantiles"], mechanism="recursive", bounds=b, neighbours=rel
-            )
-        else:  # the outer pair bound-free; the quartiles once the range is released
-            from .mechanisms.unbounded_quantiles import UnboundedQuantiles
-
-            qmech = UnboundedQuantiles(
-                (LEVELS[0], LEVELS[-1]), shares["quantiles"] / 2, neighbours=rel,
-                beta=UNBOUNDED_BETA,
-            )
-        plans[col] = {"bounds": b, "quantiles": qmech, "relation": rel}
-    parts = [PureDP(shares[k]) for _ in chosen for k in SPLIT]
+    split = SPLIT if level is None else SPLIT_CI
+    shares = {k: v * eps_col for k, v in split.items()}
+    plans = {col: column_plan(col_bounds.get(col), shares, rel) for col in chosen}
+    parts = [PureDP(shares[k]) for _ in chosen for k in split]
     total = compose(parts)  # basic composition: exact for pure parts
     guarantee = PureDP(eps)
     parameters: dict[str, Any] = {
@@ -249,7 +288,7 @@ def describe(
         "levels": list(LEVELS),
         "split": {
             "per_column": eps_col,
-            "within_column": dict(SPLIT),
+            "within_column": dict(split),
             "composition": f"basic (pure ε parts sum to {total.epsilon:.12g})",
         },
         "bounds": {c: (list(p["bounds"]) if p["bounds"] else None) for c, p in plans.items()},
@@ -266,13 +305,25 @@ def describe(
         },
         "input_policy": {"missing": "drop", "out_of_range": "clamp to the bounds"},
     }
+    if level is not None:
+        from .intervals import CDF, RATIO
+
+        parameters["intervals"] = {
+            "level": level,
+            "covers": dict(COVERS),
+            "method": {"count": "laplace noise quantile (exact)", "mean": RATIO,
+                       "quantiles": f"{CDF} (one tree of {TREE[0]}^{TREE[1]} cells for "
+                                    "the five levels)"},
+            "epsilon_per_column": shares["intervals"],
+            "coverage": "each interval separately, at the level",
+        }
     session.ledger.price(session.dataset_id, guarantee, None)  # CompositionError early
     charge = session._charge(guarantee, "describe", parameters, None)
     try:
         rows, records = [], {}
         for col in chosen:
             rows_col, rec = _describe_column(data, col, plans[col], shares, source,
-                                             NoisySumOverCount)
+                                             NoisySumOverCount, level)
             rows.append(rows_col)
             records[col] = rec
     except Exception:
@@ -284,33 +335,57 @@ def describe(
     return DescribeResult(rows, guarantee, parameters, source.secure, records)
 
 
-def _describe_column(
-    data: Any, col: str, plan: dict[str, Any], shares: dict[str, float], source: Any,
-    sum_count: type,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    from .io import AnalystQuery
+def column_plan(
+    bounds: tuple[float, float] | None, shares: dict[str, float], relation: str
+) -> dict[str, Any]:
+    """A column's public plan: its bounds (or None) and its first quantile mechanism
+    (the five levels with bounds; the bound-free p5 and p95 without)."""
     from .recipes import build_quantiles_mechanism
 
+    if bounds is not None:
+        qmech = build_quantiles_mechanism(
+            LEVELS, shares["quantiles"], mechanism="recursive", bounds=bounds,
+            neighbours=relation)
+    else:  # the outer pair bound-free; the quartiles once the range is released
+        from .mechanisms.unbounded_quantiles import UnboundedQuantiles
+
+        qmech = UnboundedQuantiles((LEVELS[0], LEVELS[-1]), shares["quantiles"] / 2,
+                                   neighbours=relation, beta=UNBOUNDED_BETA)
+    return {"bounds": bounds, "quantiles": qmech, "relation": relation}
+
+
+def _describe_column(
+    data: Any, col: str, plan: dict[str, Any], shares: dict[str, float], source: Any,
+    sum_count: type, level: float | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    from .io import AnalystQuery
+
     x = np.sort(AnalystQuery(data, column=col).read())  # finite values; missing dropped
+    return column_release(x, col, plan, shares, source, sum_count, level)
+
+
+def column_release(
+    x: np.ndarray, col: str, plan: dict[str, Any], shares: dict[str, float], source: Any,
+    sum_count: type, level: float | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One column's row of the result from its sorted non-missing values."""
+    from .recipes import build_quantiles_mechanism
+
     q = plan["quantiles"].release(x, rng=source)
     qs = [float(v) for v in q.value]
     records = {"quantiles": q.to_dict()}
-    inner_ci = None
     if plan["bounds"] is not None:
         lo, hi = plan["bounds"]
     else:  # a public function of released values: the winsorising range R
-        w = qs[-1] - qs[0]
-        lo, hi = qs[0] - w / 2, qs[-1] + w / 2
-        if not hi > lo:
-            pad = max(abs(lo), 1.0) * 1e-6
-            lo, hi = lo - pad, hi + pad
+        from .intervals import released_range
+
+        lo, hi = released_range([qs[0], qs[-1]])
         inner = build_quantiles_mechanism(
             LEVELS[1:-1], shares["quantiles"] / 2, mechanism="recursive", bounds=(lo, hi),
             neighbours=plan["relation"],
         ).release(x, rng=source)
         records["quartiles"] = inner.to_dict()
         qs = sorted([qs[0], *(float(v) for v in inner.value), qs[-1]])
-        inner_ci = part_ci(inner)
     # ε_sum + ε_count = 2·¼ of the column's ε; split ½ within the sum-count mean
     mean_mech = sum_count(lo, hi, shares["sum"] + shares["count"],
                           split=shares["sum"] / (shares["sum"] + shares["count"]))
@@ -320,12 +395,45 @@ def _describe_column(
     mean = lo + min(max(s / max(c, 1.0), 0.0), mean_mech.range)
     row: dict[str, Any] = {"column": col, "count": max(0, int(round(c))), "mean": float(mean)}
     row.update(dict(zip(QUANTILE_NAMES, qs, strict=True)))
-    cis = {"quantiles": part_ci(q), "quartiles": inner_ci}
-    if any(v is not None for v in cis.values()):
-        row["ci"] = {k: v for k, v in cis.items() if v is not None}
+    if level is not None:
+        row["ci"] = _column_intervals(x, s, c, qs, mean_mech, plan, (lo, hi), shares,
+                                      level, source)
     if plan["bounds"] is None:
         row["mean_clamp"] = [float(lo), float(hi)]
     return row, records
+
+
+def _column_intervals(
+    x: np.ndarray, s: float, c: float, qs: list[float], mean_mech: Any, plan: dict[str, Any],
+    clamp: tuple[float, float], shares: dict[str, float], level: float, source: Any,
+) -> dict[str, list[float]]:
+    """[lower, upper] per statistic (module docstring): count and mean by
+    post-processing the noisy sum and count, the five quantiles from one noisy
+    tree at the intervals' share (on the bounds, or on R with open ends)."""
+    from .intervals import (
+        chart_scale_for,
+        noise_interval,
+        open_ends,
+        quantiles_intervals,
+        ratio_interval,
+    )
+    from .mechanisms.global_noise import _unit
+
+    c_lo, c_hi = noise_interval(c, mean_mech._count.scale, _unit("laplace"), level)
+    m_lo, m_hi = ratio_interval(s, c, mean_mech._sum.scale, mean_mech._count.scale,
+                                clamp[0], mean_mech.range, level)
+    lo, hi = clamp
+    pairs, _ = quantiles_intervals(
+        x, LEVELS, lower=lo, upper=hi, neighbours=plan["relation"],
+        epsilon=shares["intervals"], level=level, chart_scale=chart_scale_for(lo, hi),
+        source=source, centres=qs, branching=TREE[0], depth=TREE[1])
+    if plan["bounds"] is None:
+        pairs = open_ends(pairs, lo, hi)
+    out = {"count": [max(float(c_lo), 0.0), max(float(c_hi), 0.0)],
+           "mean": [float(m_lo), float(m_hi)]}
+    out.update({name: [float(a), float(b)]
+                for name, (a, b) in zip(QUANTILE_NAMES, pairs, strict=True)})
+    return out
 
 
 def print_table(result: DescribeResult, title: str | None = None) -> None:
@@ -339,22 +447,26 @@ def print_table(result: DescribeResult, title: str | None = None) -> None:
     table.add_column("column", style="bold")
     for s in STATISTICS:
         table.add_column(s, justify="right")
-    if result.has_ci:
-        table.add_column("ci")
     for r in result.rows:
         cells = [escape(r["column"]), str(r["count"])] + [_fmt(r[s]) for s in STATISTICS[1:]]
-        if result.has_ci:
-            cells.append(escape(str(r.get("ci", ""))))
         table.add_row(*cells)
+        if r.get("ci"):  # the error bars under the values
+            table.add_row(f"  {100 * p['intervals']['level']:g}% ci",
+                          *(f"[{_fmt(r['ci'][s][0])}, {_fmt(r['ci'][s][1])}]"
+                            for s in STATISTICS), style="dim")
     console = Console(width=max(100, Console().width), highlight=False)
     console.print(table)
     split = p["split"]
     say = print  # plain lines: the mechanism descriptions contain brackets
+    within = ", ".join(f"{_share(v)} {k}" for k, v in split["within_column"].items())
     say(
         f"split      ε = {_fmt(p['epsilon'])}: {_fmt(split['per_column'])} per column "
-        f"({len(p['columns'])} columns), within a column ½ quantiles, ¼ sum, ¼ count; "
-        "one ledger charge"
+        f"({len(p['columns'])} columns), within a column {within}; one ledger charge"
     )
+    if "intervals" in p:
+        cov = p["intervals"]["covers"]
+        say(f"ci         {100 * p['intervals']['level']:g}% each: count covers {cov['count']}; "
+            f"mean covers {cov['mean']}; quantiles cover {cov['quantiles']}")
     say(f"neighbours {p['neighbours']}; missing values dropped; columns: "
                   f"{p['column_rule']}")
     for col, mech in p["mechanisms"].items():
@@ -363,6 +475,10 @@ def print_table(result: DescribeResult, title: str | None = None) -> None:
         say(f"{col}: {where}; quantiles {mech['quantiles']}; mean {mech['mean']}")
     if not result.secure:
         say("secure     false  <-- SEEDED SIMULATION, NOT A PRIVATE RELEASE")
+
+
+def _share(v: float) -> str:
+    return {0.5: "½", 0.25: "¼", 0.375: "⅜", 0.125: "⅛"}.get(v, f"{v:g}")
 
 
 def _fmt(v: Any) -> str:

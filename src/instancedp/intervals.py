@@ -33,6 +33,13 @@ the output of a further, charged mechanism.  One function per family:
   for the proof; the failure probability is at most α/2 per side whatever
   the main mechanism did.
 
+* **Several quantiles, every mechanism** (:func:`quantiles_intervals`): ONE
+  noisy hierarchical histogram (a 16-ary tree over 4,096 public cells, exact
+  discrete Laplace on every node) gives an interval for every level by
+  post-processing, so its cost does not grow with m; bound-free releases draw
+  it on the range their values span and open the ends that reach it
+  (:func:`open_ends`).  See that function for the proof.
+
 Instance-adaptive families take a documented share ``DEFAULT_FRACTION`` of ε
 for the interval: the mechanism runs at ε·(1 − f), the interval at the rest,
 and the record states both; the guarantee charged is their composition.
@@ -43,6 +50,7 @@ quantiles; graph statistics) is refused before anything is charged.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -59,6 +67,13 @@ from .random import RandomSource, resolve
 DEFAULT_FRACTION = 0.25
 #: the number of public candidates each AboveThreshold scan may visit
 SCAN_CANDIDATES = 512
+#: the noisy tree of the several-quantile intervals: B^h = 16³ = 4,096 public cells
+TREE_BRANCHING = 16
+TREE_DEPTH = 3
+#: edges tested around a released value: every edge within this many cells, then
+#: offsets growing by EDGE_RATIO (about 150 edges in all, not 4,095)
+DENSE_EDGES = 16
+EDGE_RATIO = 1.1
 #: denominator of the public rationals bracketing q in the scans' integer queries
 _Q_DENOMINATOR = 2**16
 
@@ -66,6 +81,7 @@ NOISE = "noise"  # data-independent noise: exact, free
 RATIO = "sum_over_count"  # two noises: union bound, free
 SMOOTH = "noisy_log_smooth_sensitivity"  # charged
 QUANTILE = "above_threshold_ranks"  # charged
+CDF = "noisy_tree_cdf"  # charged, once for every level of a vector
 
 COVERS = {
     NOISE: "the query's exact value on these data",
@@ -93,10 +109,12 @@ class Interval:
     parameters: Mapping[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
+        """The record; an infinite end (a bound-free interval reaching its range) is
+        None, so that the record is strict JSON."""
         return {
             "level": self.level,
-            "lower": self.lower,
-            "upper": self.upper,
+            "lower": finite_or_none(self.lower),
+            "upper": finite_or_none(self.upper),
             "covers": self.covers,
             "method": self.method,
             "epsilon": self.epsilon,
@@ -109,6 +127,11 @@ class Interval:
             f"[{self.lower:.6g}, {self.upper:.6g}] at {100 * self.level:g}% "
             f"({self.method}{extra})"
         )
+
+
+def finite_or_none(v: Any) -> Any:
+    """A number for the record: ±∞ (an open end) becomes None (JSON null)."""
+    return v if v is None or math.isfinite(float(v)) else None
 
 
 def check_level(level: Any) -> float:
@@ -341,6 +364,321 @@ def scan_inputs(
     return sides
 
 
+# -- several quantiles: one noisy hierarchical histogram for every level ---------------
+
+
+@dataclass(frozen=True)
+class TreePlan:
+    """The public constants of the noisy tree behind :func:`quantiles_intervals`.
+
+    ``edges``: K + 1 = B^h + 1 nondecreasing public points, ``edges[0] = lower``,
+    ``edges[K] = upper``, uniform in the chart φ(u) = sign(u)·log1p(|u|/s); cell i
+    is [edges[i], edges[i + 1]) (the last one closed).  Nodes: every block of
+    B^b consecutive cells, b = 0 … h − 1 (the root, b = h, is not released).
+    ``sensitivity``: the L1 change of the node counts between neighbours (one
+    node per level under add/remove, two under substitution); ``scale`` = Δ/ε of
+    the exact discrete Laplace noise on each node."""
+
+    branching: int
+    depth: int
+    sensitivity: int
+    scale: Fraction
+    edges: np.ndarray
+    chart_scale: float
+
+    @property
+    def cells(self) -> int:
+        return self.branching**self.depth
+
+    def public(self) -> dict[str, Any]:
+        return {"branching": self.branching, "depth": self.depth, "cells": self.cells,
+                "sensitivity": self.sensitivity, "noise": "discrete_laplace",
+                "noise_scale": float(self.scale), "chart_scale": self.chart_scale}
+
+
+def tree_plan(
+    lower: float, upper: float, *, neighbours: str, epsilon: float, chart_scale: float,
+    branching: int = TREE_BRANCHING, depth: int = TREE_DEPTH,
+) -> TreePlan:
+    """The public tree over [lower, upper] at ε (nothing here reads a row)."""
+    from .mechanisms.quantile import log_scale_map
+
+    phi, phi_inv = log_scale_map(chart_scale)
+    k = branching**depth
+    u = float(phi(lower)) + (float(phi(upper)) - float(phi(lower))) * np.arange(k + 1) / k
+    with np.errstate(over="ignore"):  # φ⁻¹ may round past huge bounds: clipped
+        edges = np.clip(phi_inv(u), lower, upper)
+    edges[0], edges[-1] = lower, upper
+    edges = np.maximum.accumulate(edges)  # rounding never makes a cell negative
+    sens = depth * (2 if neighbours == "substitution" else 1)
+    return TreePlan(branching, depth, sens, Fraction(sens) / Fraction(epsilon), edges,
+                    float(chart_scale))
+
+
+def tree_nodes(rows: np.ndarray, plan: TreePlan) -> list[np.ndarray]:
+    """Exact node counts, level b = 0 (the K cells) … h − 1 (B nodes of B^{h−1} cells).
+
+    ``rows``: sorted, clamped to [edges[0], edges[K]].  A row lies in one cell,
+    hence in one node per level: adding or removing it changes h counts by one
+    (L1 = h); substituting it moves it between two cells (L1 ≤ 2h)."""
+    x = np.asarray(rows, dtype=np.float64)
+    below = np.searchsorted(x, plan.edges[:-1], side="left").astype(np.int64)
+    leaves = np.diff(np.append(below, x.size))
+    return [leaves.reshape(-1, plan.branching**b).sum(axis=1) for b in range(plan.depth)]
+
+
+def noisy_tree(rows: np.ndarray, plan: TreePlan, source: RandomSource) -> list[np.ndarray]:
+    """Every node count plus independent exact discrete Laplace noise of scale Δ/ε.
+
+    ε-DP: the node vector has L1 sensitivity Δ (:func:`tree_nodes`), and the
+    discrete Laplace mechanism with scale Δ/ε is ε-DP for integer vectors of
+    L1 sensitivity Δ (Canonne, Kamath & Steinke 2020; the density ratio is
+    exp(Σ_i |c_i − c′_i|/t) ≤ e^ε).  Secure sources draw each noise exactly."""
+    from .noise.discrete import sample_discrete_laplace
+
+    return [c + np.asarray(sample_discrete_laplace(plan.scale, source, c.size), dtype=np.int64)
+            for c in tree_nodes(rows, plan)]
+
+
+def _prefix(levels: list[np.ndarray], plan: TreePlan, k: np.ndarray) -> np.ndarray:
+    """Σ of cells [0, k) from the canonical decomposition: at level b the
+    digit_b(k) nodes from B·⌊k/B^{b+1}⌋ to ⌊k/B^b⌋ (0 < k < K)."""
+    out = np.zeros(k.size, dtype=np.int64)
+    for b, nodes in enumerate(levels):
+        size = plan.branching**b
+        acc = np.concatenate(([0], np.cumsum(nodes)))
+        out += acc[k // size] - acc[(k // (size * plan.branching)) * plan.branching]
+    return out
+
+
+def _digit_sum(k: np.ndarray, plan: TreePlan) -> np.ndarray:
+    """How many nodes the prefix [0, k) adds up (each carrying one noise)."""
+    out = np.zeros(k.size, dtype=np.int64)
+    for b in range(plan.depth):
+        out += (k // plan.branching**b) % plan.branching
+    return out
+
+
+def tree_ranks(levels: list[np.ndarray], plan: TreePlan) -> tuple[np.ndarray, ...]:
+    """(k, B̃_k, Ã_k, j_B, j_A) at the interior edges k = 1 … K − 1: the noisy
+    #{x < edges[k]} and #{x ≥ edges[k]} from disjoint nodes (independent noises),
+    and how many noises each sums."""
+    k = np.arange(1, plan.cells, dtype=np.int64)
+    below = _prefix(levels, plan, k)
+    above = _prefix([lv[::-1] for lv in levels], plan, plan.cells - k)  # mirrored suffix
+    return k, below, above, _digit_sum(k, plan), _digit_sum(plan.cells - k, plan)
+
+
+def _log_mgf_dlap(u: np.ndarray, t: float) -> np.ndarray:
+    """log E[e^{uZ}] for Z ~ DLap(t), |u| < 1/t: (1 − p)²/((1 − pe^u)(1 − pe^{−u})),
+    p = e^{−1/t}, in cancellation-free form."""
+    inv = 1.0 / t
+    return (2.0 * np.log(-np.expm1(-inv)) - np.log(-np.expm1(u - inv))
+            - np.log(-np.expm1(-u - inv)))
+
+
+def chernoff_margin(j_b: np.ndarray, j_a: np.ndarray, w_b: int, w_a: int, scale: Fraction,
+                    beta: float) -> np.ndarray:
+    """Integers e with P(w_b·S_B − w_a·S_A ≥ e) ≤ beta, S_B, S_A independent sums of
+    j_b and j_a discrete Laplace noises of ``scale`` (Chernoff: for every
+    0 < λ < 1/(t·max w), P(E ≥ e) ≤ e^{−λe}·M(w_b λ)^{j_b}·M(w_a λ)^{j_a}; the
+    best λ of a fixed grid is taken — any λ gives a valid bound)."""
+    t = float(scale)
+    w = max(w_b, w_a, 1)
+    theta = np.concatenate((np.linspace(0.01, 0.9, 90), 1.0 - np.geomspace(0.1, 1e-4, 40)))
+    lam = theta / (t * w)
+    pairs, inverse = np.unique(np.stack([j_b, j_a], axis=1), axis=0, return_inverse=True)
+    log_m = (pairs[:, :1] * _log_mgf_dlap(w_b * lam, t)[None, :]
+             + pairs[:, 1:] * _log_mgf_dlap(w_a * lam, t)[None, :])
+    e = ((log_m + math.log(1.0 / beta)) / lam[None, :]).min(axis=1)
+    # slack for the float evaluation (relative 1e−9), then the next integer
+    return np.ceil(e * (1.0 + 1e-9) + 1e-6).astype(np.int64)[np.asarray(inverse).reshape(-1)]
+
+
+@functools.lru_cache(maxsize=256)
+def _edge_margins(branching: int, depth: int, w_b: int, w_a: int, scale: Fraction,
+                  beta: float) -> np.ndarray:
+    """:func:`chernoff_margin` at every interior edge of a tree (public; cached)."""
+    k = np.arange(1, branching**depth, dtype=np.int64)
+    shape = TreePlan(branching, depth, 0, scale, np.empty(0), 0.0)
+    out = chernoff_margin(_digit_sum(k, shape), _digit_sum(branching**depth - k, shape),
+                          w_b, w_a, scale, beta)
+    out.flags.writeable = False
+    return out
+
+
+def tested_edges(plan: TreePlan, centre: float) -> np.ndarray:
+    """The interior edges tested for one level: every edge within
+    :data:`DENSE_EDGES` cells of the released value ``centre``, then edges at
+    geometric offsets (ratio :data:`EDGE_RATIO`) out to both bounds — a public
+    function of a released number, so the union bound runs over these only."""
+    k0 = int(np.searchsorted(plan.edges, centre))
+    offsets = [*range(DENSE_EDGES + 1)]
+    d = float(DENSE_EDGES)
+    while d < plan.cells:
+        d *= EDGE_RATIO
+        offsets.append(round(d))
+    off = np.array(offsets)
+    k = np.concatenate((k0 - off, k0 + off, [1, plan.cells - 1]))  # the first and last too
+    return np.unique(k[(k >= 1) & (k <= plan.cells - 1)])
+
+
+@functools.lru_cache(maxsize=1024)
+def _margin_table(max_j: int, w_b: int, w_a: int, scale: Fraction, beta: float) -> np.ndarray:
+    """:func:`chernoff_margin` for every (j_B, j_A) in [0, max_j]² (public; cached)."""
+    j = np.arange(max_j + 1)
+    jb, ja = np.meshgrid(j, j, indexing="ij")
+    out = chernoff_margin(jb.ravel(), ja.ravel(), w_b, w_a, scale, beta).reshape(jb.shape)
+    out.flags.writeable = False
+    return out
+
+
+def cdf_intervals(
+    levels: list[np.ndarray], plan: TreePlan, qs: Any, level: float,
+    centres: Any = None,
+) -> list[tuple[float, float]]:
+    """[L_j, U_j] for each q_j from one noisy tree (post-processing; see
+    :func:`quantiles_intervals` for the proof).  ``centres``: the released values
+    (one per level) around which :func:`tested_edges` picks the edges; None tests
+    every interior edge."""
+    k, below, above, j_b, j_a = tree_ranks(levels, plan)
+    edges = plan.edges
+    out = []
+    for j, q in enumerate(qs):
+        if centres is None:
+            pos = np.arange(k.size)
+        else:
+            pos = tested_edges(plan, float(centres[j])) - 1  # k = pos + 1
+        beta = (1.0 - level) / 2.0 / max(pos.size, 1)  # per side, per tested edge
+        r_lo, r_hi = _bracket_q(float(q))
+        lo, hi = float(edges[0]), float(edges[-1])
+        for r, side in ((r_lo, -1), (r_hi, +1)):
+            n_, d_ = r.numerator, r.denominator
+            g = (d_ - n_) * below[pos] - n_ * above[pos]
+            if centres is None:
+                e = _edge_margins(plan.branching, plan.depth, d_ - n_, n_, plan.scale, beta)
+            else:
+                table = _margin_table((plan.branching - 1) * plan.depth, d_ - n_, n_,
+                                      plan.scale, beta)
+                e = table[j_b[pos], j_a[pos]]
+            if side < 0:  # lower end: G < 0 certified by G̃ + e < 0 (r₋ ≤ q)
+                ok = np.nonzero(g + e < 0)[0]
+                if ok.size:
+                    lo = float(edges[k[pos[ok[-1]]]])
+            else:  # upper end: G ≥ 0 certified by G̃ − e ≥ 0 (r₊ ≥ q)
+                ok = np.nonzero(g - e >= 0)[0]
+                if ok.size:
+                    hi = float(edges[k[pos[ok[0]]]])
+        out.append((lo, hi))
+    return out
+
+
+def quantiles_intervals(
+    rows: np.ndarray, qs: Any, *, lower: float, upper: float, neighbours: str,
+    epsilon: float, level: float, chart_scale: float, source: RandomSource,
+    centres: Any = None, branching: int = TREE_BRANCHING, depth: int = TREE_DEPTH,
+) -> tuple[list[tuple[float, float]], TreePlan]:
+    """An interval for every level q_j at ``level`` from ONE ε-DP noisy histogram,
+    and the tree's public plan.  ``rows``: sorted, clamped to [lower, upper];
+    ``centres``: the released values (then only :func:`tested_edges` around each
+    are tested, a smaller union bound), or None (every edge).
+
+    Each [L_j, U_j] covers x_(⌈q_j n⌉) of the rows (``lower`` when ⌈q_j n⌉ = 0)
+    with probability ≥ ``level``; the cost does not grow with m.
+
+    Privacy.  The noisy node counts (:func:`noisy_tree`) are ε-DP under the
+    relation; every interval is a function of them and of public numbers
+    (post-processing).  n is never used: under add/remove it is private.
+
+    Coverage.  For an interior edge c_k let B_k = #{x < c_k}, A_k = #{x ≥ c_k}
+    (n = B_k + A_k), and for a public rational r = N/D (lowest terms, denominator
+    dividing 2¹⁶; r₋ ≤ q ≤ r₊) the integer G_k = (D − N)·B_k − N·A_k = D·(B_k − r·n).
+    Its noisy version G̃_k = (D − N)·B̃_k − N·Ã_k sums two disjoint sets of nodes
+    (the canonical decompositions of the prefix [0, k) and the suffix [k, K)),
+    so G̃_k − G_k = E_k = (D − N)·S_B − N·S_A with S_B, S_A independent sums of
+    j_B and j_A discrete Laplace noises; |E_k| ≤ e_k except with probability
+    β/|S| per side (:func:`chernoff_margin`, E_k symmetric), β = (1 − level)/2,
+    S the tested edges: every interior edge, or :func:`tested_edges` around
+    the released value — a function of the release, whose randomness is
+    independent of the tree's noise, so conditionally on it the bound below
+    holds, hence also unconditionally.  On the event that every tested edge's
+    bound holds (probability ≥ 1 − 2β by the union bound):
+
+    * lower end, r = r₋: G̃_k + e_k < 0 implies G_k < 0, i.e. B_k < r₋·n ≤ q·n, so
+      ⌈qn⌉ ≥ 1 and at most ⌈qn⌉ − 1 rows lie below c_k: x_(⌈qn⌉) ≥ c_k.  L is the
+      largest such tested edge (``lower`` if none; rows are clamped, so x ≥ lower);
+    * upper end, r = r₊: G̃_k − e_k ≥ 0 implies G_k ≥ 0, i.e. B_k ≥ r₊·n ≥ q·n, so
+      B_k ≥ ⌈qn⌉ and x_(⌈qn⌉) < c_k (or ⌈qn⌉ = 0 and the value is ``lower``).
+      U is the smallest such tested edge (``upper`` if none).
+
+    The empty table: every G_k = 0, nothing is certified on the event, and
+    [lower, upper] holds the value ``lower``.
+    """
+    plan = tree_plan(lower, upper, neighbours=neighbours, epsilon=epsilon,
+                     chart_scale=chart_scale, branching=branching, depth=depth)
+    x = np.clip(np.asarray(rows, dtype=np.float64), lower, upper)
+    return cdf_intervals(noisy_tree(x, plan, source), plan, qs, level, centres), plan
+
+
+def released_range(values: Any) -> tuple[float, float]:
+    """R = [v_1 − w/2, v_m + w/2], w = v_m − v_1, from released sorted values (a
+    public function of them; padded to a nonempty range when w = 0)."""
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    half = float(v[-1]) / 2 - float(v[0]) / 2  # w/2 without overflow
+    big = np.finfo(np.float64).max
+    lo = max(float(v[0]) - half, -big)
+    hi = min(float(v[-1]) + half, big)
+    if not hi > lo:
+        pad = max(abs(lo), 1.0) * 1e-6
+        lo, hi = lo - pad, hi + pad
+    return lo, hi
+
+
+def open_ends(pairs: list[tuple[float, float]], lower: float, upper: float
+              ) -> list[tuple[float, float]]:
+    """Intervals for the quantiles of the UNCLAMPED rows from intervals for the rows
+    clamped to [lower, upper]: an end at the range's end becomes ∓∞.
+
+    If the clamped value v′ = clip(v, lower, upper) lies in [L, U] and L > lower,
+    then v′ > lower, so v = v′ unless v′ = upper, where v ≥ upper = U: v ∈ [L, ∞)
+    after the upper end is opened.  Symmetrically at the lower end.  So
+    coverage of v′ at a level gives coverage of v at the same level."""
+    return [(-math.inf if lo <= lower else lo, math.inf if hi >= upper else hi)
+            for lo, hi in pairs]
+
+
+class IntervalList(list):
+    """The intervals of a vector release, one :class:`Interval` per coordinate (in
+    order); ``as_dict`` gives the record's list, ``describe`` one line each."""
+
+    @property
+    def level(self) -> float:
+        return self[0].level
+
+    @property
+    def epsilon(self) -> float:
+        return self[0].epsilon
+
+    @property
+    def method(self) -> str:
+        return self[0].method
+
+    def as_dict(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        return [i.as_dict() for i in self]
+
+    def describe(self) -> str:
+        return "; ".join(i.describe() for i in self)
+
+
+def covers_quantile(q: float, *, clamped: bool = True) -> str:
+    """What a several-quantile interval covers, in words."""
+    if clamped:
+        return (f"the empirical {q:g}-quantile x_(⌈{q:g}·n⌉) of the rows clamped to the "
+                "bounds (the lower bound when ⌈q·n⌉ = 0)")
+    return (f"the empirical {q:g}-quantile x_(⌈{q:g}·n⌉) of the rows (any value when the "
+            "table is empty)")
+
+
 # --------------------------------------------------------------------------- dispatch
 
 
@@ -354,6 +692,8 @@ def interval_method(mechanism: Any) -> str | None:
     from .mechanisms.smooth import SmoothSensitivityMechanism
     from .mechanisms.sum_count import NoisySumOverCount
 
+    if _vector_spec(mechanism) is not None:
+        return CDF
     if isinstance(mechanism, LaplaceMechanism | GaussianMechanism):
         return NOISE
     if isinstance(mechanism, NoisySumOverCount):
@@ -381,12 +721,65 @@ def _quantile_spec(mechanism: Any) -> dict[str, Any] | None:
             "chart_scale": float(scale)}
 
 
+def _vector_spec(mechanism: Any) -> dict[str, Any] | None:
+    """Levels, bounds (None: bound-free) and relation of a several-quantile release."""
+    from .mechanisms.quantiles import QuantilesMechanism
+    from .mechanisms.unbounded_quantiles import UnboundedQuantiles
+
+    if isinstance(mechanism, QuantilesMechanism):
+        q = mechanism.query
+        return {"qs": tuple(q.qs), "bounds": (float(q.lower), float(q.upper)),
+                "neighbours": q.neighbours}
+    if isinstance(mechanism, UnboundedQuantiles):
+        return {"qs": tuple(mechanism.qs), "bounds": None, "neighbours": mechanism.neighbours}
+    return None
+
+
+def chart_scale_for(lower: float, upper: float) -> float:
+    """The log chart's scale over public bounds (as for a single quantile)."""
+    return (float(upper) / 2 - float(lower) / 2) * 2e-4  # no overflow on huge bounds
+
+
+def vector_intervals(
+    rows: np.ndarray, values: Any, *, qs: Any, bounds: tuple[float, float] | None,
+    neighbours: str, epsilon: float, level: float, source: RandomSource,
+) -> IntervalList:
+    """The m intervals of a several-quantile release as :class:`Interval` objects.
+
+    ``rows``: the sorted rows (unclamped); ``values``: the released vector (public:
+    only the bound-free case reads it, for the range R = :func:`released_range`).
+    With bounds each interval covers the clamped rows' quantile; without, the
+    rows are clamped to R and :func:`open_ends` turns the intervals into ones for
+    the rows' own quantiles (an end that reaches R is infinite)."""
+    if bounds is None:
+        lower, upper = released_range(values)
+    else:
+        lower, upper = bounds
+    pairs, plan = quantiles_intervals(
+        rows, qs, lower=lower, upper=upper, neighbours=neighbours, epsilon=epsilon,
+        level=level, chart_scale=chart_scale_for(lower, upper), source=source,
+        centres=[float(v) for v in np.asarray(values, dtype=np.float64)])
+    extra: dict[str, Any] = {**plan.public(), "edges_tested": "around the released value: "
+                             f"every edge within {DENSE_EDGES} cells, then offsets × "
+                             f"{EDGE_RATIO:g}"}
+    if bounds is None:
+        pairs = open_ends(pairs, lower, upper)
+        extra["range"] = [lower, upper]
+        extra["range_rule"] = ("R = [v_1 − w/2, v_m + w/2], w = v_m − v_1 (released values); "
+                               "an end reaching R is infinite")
+    return IntervalList(
+        Interval(level, float(lo), float(hi), covers_quantile(q, clamped=bounds is not None),
+                 CDF, epsilon, extra)
+        for q, (lo, hi) in zip(qs, pairs, strict=True))
+
+
 def _unsupported(mechanism: Any) -> ParameterError:
     name = getattr(mechanism, "name", type(mechanism).__name__)
     return ParameterError(
         f"mechanism {name!r} offers no confidence interval; intervals exist for the "
-        "Laplace and Gaussian mechanisms, sum-over-count means, smooth sensitivity and "
-        "every median or quantile release with public bounds",
+        "Laplace and Gaussian mechanisms, sum-over-count means, smooth sensitivity, "
+        "every median or quantile release with public bounds and every several-quantile "
+        "release",
         parameter="ci",
         allowed="a mechanism with an interval, or ci=None",
     )
@@ -429,6 +822,10 @@ class WithInterval:
             out["fraction_of_epsilon"] = self.fraction
         if self.method == QUANTILE:
             out["candidates_per_side"] = SCAN_CANDIDATES
+        if self.method == CDF:
+            out["tree"] = {"branching": TREE_BRANCHING, "depth": TREE_DEPTH,
+                           "cells": TREE_BRANCHING**TREE_DEPTH}
+            out["coverage"] = "each level separately (not simultaneous)"
         return out
 
     def parameters(self) -> dict[str, Any]:
@@ -505,10 +902,26 @@ class WithInterval:
             extra["noisy_log_scale"] = float(noisy[0])
         return _one(values, size), _one(lo, size), _one(hi, size), extra
 
+    def _vector_rows(self, data: Any) -> np.ndarray:
+        from .mechanisms.quantile import sorted_rows
+
+        return sorted_rows(data, -math.inf, math.inf)
+
+    def _vector_draw(self, rows: np.ndarray, values: Any, source: RandomSource) -> IntervalList:
+        spec = _vector_spec(self.inner)
+        return vector_intervals(rows, values, qs=spec["qs"], bounds=spec["bounds"],
+                                neighbours=spec["neighbours"], epsilon=self.interval_epsilon,
+                                level=self.level, source=source)
+
     def release(self, data: Any, rng: Any = None) -> Any:
         from .mechanisms.base import Release
 
         source = resolve(rng)
+        if self.method == CDF:  # the vector, then one noisy tree for all its levels
+            rel = self.inner.release(data, rng=source)
+            ci = self._vector_draw(self._vector_rows(data), rel.value, source)
+            return Release(rel.value, self._guarantee, self.inner.name,
+                           {**rel.parameters, "interval": self.spec()}, source.secure, ci=ci)
         value, lo, hi, extra = self._draws(data, source, None)
         record = extra.pop("record", None) or self.inner.parameters()
         params = {**record, "interval": self.spec()}
@@ -519,7 +932,17 @@ class WithInterval:
         return Release(value, self._guarantee, self.inner.name, params, source.secure, ci=ci)
 
     def sample_intervals(self, data: Any, size: int, rng: Any = None) -> np.ndarray:
-        """``size`` (value, lower, upper) rows through the release path (coverage tests)."""
+        """``size`` (value, lower, upper) rows through the release path (coverage tests);
+        for a several-quantile release an array (size, 3, m)."""
+        if self.method == CDF:
+            source = resolve(rng)
+            rows = self._vector_rows(data)
+            values = self.inner.sample(data, int(size), rng=source)
+            out = []
+            for v in values:
+                ci = self._vector_draw(rows, v, source)
+                out.append([list(v), [i.lower for i in ci], [i.upper for i in ci]])
+            return np.array(out, dtype=np.float64)
         values, lo, hi, _ = self._draws(data, resolve(rng), int(size))
         return np.array([[np.nan if v is None else float(v) for v in col]
                          for col in (values, lo, hi)]).T

@@ -580,6 +580,7 @@ class Session:
         columns: Any = None,
         bounds: dict[str, tuple[float, float]] | None = None,
         rng: Any = None,
+        ci: float | None = 0.95,
     ) -> Any:
         """A private summary of every numeric column, charged once (ε in total).
 
@@ -587,14 +588,15 @@ class Session:
         percentiles; columns from declared types only; ``bounds`` maps a
         column to public (lo, hi), bound-free quantiles elsewhere.  The split
         of ε is stated in the result (see :mod:`instancedp.describe`).
-        Returns a :class:`~instancedp.describe.DescribeResult`
+        ``ci``: every statistic's error bar at this level, inside the same ε
+        (None: none).  Returns a :class:`~instancedp.describe.DescribeResult`
         (``to_frame()``: a pandas DataFrame; ``to_dict()``: the record).
         """
         from .describe import describe
 
         # the decimal rule of release_statistic: charges add up as the decimals do
         return describe(self, _validate.at_most_decimal(epsilon), columns=columns,
-                        bounds=bounds, rng=rng)
+                        bounds=bounds, rng=rng, ci=ci)
 
     def _release_groups(
         self, statistic: Any, column: str | None, *, by: str, keys: Any, split: Any,

@@ -9,20 +9,26 @@ q_0 = 0, q_{m+1} = 1 and w_j = q_j − q_{j−1}, its utility is
     u(o) = −Σ_{j=1}^{m+1} | #{x : o_{j−1} ≤ x < o_j} − w_j·n |
 
 (the last gap closed at b) and its density on the sorted simplex (Lebesgue
-measure, data-free) is p(o) = exp(ε·u(o)/4) / Z.
+measure, data-free) is p(o) = exp(ε·u(o)/(2Δ)) / Z, Δ the utility's
+sensitivity under the relation (:func:`utility_sensitivity`).
 
-**Sensitivity 2, both relations (proof sketch).**  Substitution: one gap
-count drops by 1 and one rises by 1, n is fixed: |Δu| ≤ 2.  Add/remove: one
-gap count moves by 1 and every target w_j·n by w_j, Σ w_j = 1: |Δu| ≤ 1 + 1
-= 2.  So exp(ε·u/(2·2)) is the exponential mechanism with Δu = 2 and p is
-ε-DP (McSherry & Talwar 2007, Thm. 6: the numerator moves by e^{ε/2}, Z by
+**Sensitivity.**  Substitution: one gap count drops by 1 and one rises by 1,
+n is fixed: |Δu| ≤ 2 = Δ (GJK 2021, Lemma 3.3).  Add/remove: adding a row
+that falls in gap j* raises c_{j*} by 1 and every target w_j·n by w_j.  Term
+j* changes by at most |1 − w_{j*}| = 1 − w_{j*}, every other term j by at
+most w_j, and Σ_{j≠j*} w_j = 1 − w_{j*}: |Δu| ≤ 2·(1 − w_{j*}) ≤ 2·(1 − min_j
+w_j) = Δ (removal is the same change reversed).  For evenly spaced levels
+j/(m + 1) this is 2m/(m + 1): 1.5 for quartiles, 1.8 for deciles — the
+published bound 2 is loose by that factor under add/remove.  So
+exp(ε·u/(2Δ)) is the exponential mechanism with sensitivity Δ and p is ε-DP
+(McSherry & Talwar 2007, Thm. 6: the numerator moves by e^{ε/2}, Z by
 e^{ε/2}).  n enters only inside the score, whose bound covers its change.
 
 **Path weights.**  If o puts a run of r outputs in interval i, the sorted
 r-tuples there have volume L_i^r / r!.  With i_1 ≤ … ≤ i_m the intervals of
 o (i_0 = 0, i_{m+1} = n) the gap counts are i_j − i_{j−1}, so the mass of the
 interval path is  Π_runs L_i^r / r! · Π_j K_j(i_j − i_{j−1}),
-K_j(d) = exp(−ε|d − w_j n|/4).  A forward pass over "j outputs placed, last
+K_j(d) = exp(−ε|d − w_j n|/(2Δ)).  A forward pass over "j outputs placed, last
 run ends in interval i" (B_j[i]) and "transition into interval i"
 (G_s[i] = Σ_{i'<i} B_s[i'] K_{s+1}(i − i')) gives Z in O(m²·n) — each G_s is
 O(n) by splitting K at d = w·n into two geometric pieces (a sliding-window
@@ -41,6 +47,19 @@ relative error is below η: η is set to 4× a worst-case bound of that error
 (IEEE-754 rounding of every + and ×, and float64 exp/log1p assumed within
 2^12 ulp — numpy documents ≤ 4 ulp) and every draw checks A ≤ 1 in ball
 arithmetic.  Acceptance rate e^{−η}·Z/Ẑ ≈ 1.
+
+**The log chart** (``base="log"``, as ExponentialQuantile's): the mechanism
+above runs on the rows mapped by φ(u) = sign(u)·log1p(|u|/s) (public s,
+default 10⁻⁴ of the bounds' length) between φ(a) and φ(b), and its output is
+mapped back by φ⁻¹ (clipped to [a, b]).  φ is monotone, so the gap counts —
+hence the utility u and its sensitivity 2 — are those of the rows themselves
+(up to rows that φ merges in floating point, which the declared law counts as
+its φ-rows do); a row-wise public map sends neighbours to neighbours, so the
+φ-law is ε-DP, and φ⁻¹ is post-processing.  The output's law is the same
+exponential mechanism with the base measure of density ∝ 1/(s + |t|) in
+place of Lebesgue measure: an interval between two rows gets mass by its
+φ-length, so a loose bound's empty end costs ∝ log(width), not ∝ width.  The
+sampler is the exact one above on the φ-rows; the exact check runs there.
 """
 
 from __future__ import annotations
@@ -134,10 +153,21 @@ class JointState:
             return r * self.log_len[i] - gammaln(r + 1) + internal + g
 
 
+def utility_sensitivity(qs: tuple[float, ...], neighbours: str) -> Fraction:
+    """Δ of u (module docstring): 2 under substitution, 2·(1 − min_j w_j) under
+    add/remove, w_j = q_j − q_{j−1} (q_0 = 0, q_{m+1} = 1; exact rationals)."""
+    if neighbours == "substitution":
+        return Fraction(2)
+    levels = [Fraction(0), *(Fraction(q) for q in qs), Fraction(1)]
+    return 2 * (1 - min(b - a for a, b in itertools.pairwise(levels)))
+
+
 def forward(
-    x_sorted: np.ndarray, qs: tuple[float, ...], lower: float, upper: float, epsilon: float
+    x_sorted: np.ndarray, qs: tuple[float, ...], lower: float, upper: float, epsilon: float,
+    sensitivity: Fraction = Fraction(2),
 ) -> JointState:
-    """The float64 forward pass: log Z and the tables the backward draw needs."""
+    """The float64 forward pass: log Z and the tables the backward draw needs
+    (density exp(ε·u/(2·sensitivity)))."""
     pts = np.concatenate(([lower], x_sorted, [upper]))
     n = x_sorted.size
     size = n + 1
@@ -147,7 +177,7 @@ def forward(
     w_exact = [b - a for a, b in itertools.pairwise(levels)]
     t_exact = [w * n for w in w_exact]
     targets = np.array([float(t) for t in t_exact])
-    c_exact = Fraction(epsilon) / 4
+    c_exact = Fraction(epsilon) / (2 * Fraction(sensitivity))
     c = float(c_exact)
     m = len(qs)
     idx = np.arange(size, dtype=np.float64)
@@ -328,18 +358,61 @@ def draw_path(state: JointState, source: RandomSource) -> list[tuple[int, int]] 
 class JointQuantiles(QuantilesMechanism):
     """ε-DP several quantiles: the joint exponential mechanism (Gillenwater et al. 2021).
 
-    Density exp(ε·u(o)/4)/Z on sorted vectors (utility sensitivity 2 under both
-    add/remove and substitution; proof in the module docstring), drawn exactly
-    by certified rejection.  O(m²·n) per dataset, then O(m·n) per draw.
+    Density exp(ε·u(o)/(2Δ))/Z on sorted vectors (Δ = 2 under substitution,
+    2·(1 − min_j w_j) under add/remove; proof in the module docstring), drawn
+    exactly by certified rejection.  O(n log n + m²·n) per dataset (the sort,
+    then the forward pass), then O(m·n) per draw.
     """
 
     name = "joint_quantiles"
+
+    def __init__(self, query: Any, epsilon: float, *, base: str = "uniform",
+                 log_scale: float | None = None) -> None:
+        super().__init__(query, epsilon)
+        if base not in ("uniform", "log"):
+            from ..errors import ParameterError
+
+            raise ParameterError(f"base must be 'uniform' or 'log', got {base!r}",
+                                 parameter="base", allowed="uniform, log")
+        self.base = base
+        self.log_scale = None
+        if base == "log":
+            from .. import _validate
+
+            self.log_scale = (_validate.finite_positive(log_scale, "log_scale")
+                              if log_scale is not None
+                              else (self.query.upper - self.query.lower) * 1e-4)
+
+    @property
+    def sensitivity(self) -> Fraction:
+        """The utility's sensitivity under the query's relation (public)."""
+        return utility_sensitivity(self.query.qs, self.query.neighbours)
+
+    def parameters(self) -> dict[str, Any]:
+        p = {**super().parameters(), "base": self.base,
+             "utility_sensitivity": float(self.sensitivity)}
+        if self.log_scale is not None:
+            p["log_scale"] = self.log_scale
+        return p
+
+    def chart(self, x: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """(rows, lower, upper) in the coordinates the mechanism runs in: φ for the log
+        chart (monotone: sorted rows stay sorted), the identity otherwise."""
+        q = self.query
+        if self.base != "log":
+            return x, q.lower, q.upper
+        from .quantile import log_scale_map
+
+        phi, _ = log_scale_map(self.log_scale)
+        lo, hi = float(phi(q.lower)), float(phi(q.upper))
+        return np.clip(phi(x), lo, hi), lo, hi
 
     def _setup(self, x: np.ndarray) -> JointState | np.ndarray:
         q = self.query
         if q.lower == q.upper:
             return x
-        return forward(x, q.qs, q.lower, q.upper, self.epsilon)
+        y, lo, hi = self.chart(x)
+        return forward(y, q.qs, lo, hi, self.epsilon, self.sensitivity)
 
     def _draw(self, state: Any, source: RandomSource) -> np.ndarray:
         if not isinstance(state, JointState):  # lower == upper: one possible output
@@ -352,23 +425,33 @@ class JointQuantiles(QuantilesMechanism):
         for i, r in runs:
             lo, hi = float(state.pts[i]), float(state.pts[i + 1])
             out.extend(sorted(uniform_point(lo, hi, source) for _ in range(r)))
-        return np.array(out, dtype=np.float64)
+        o = np.array(out, dtype=np.float64)
+        if self.base == "log":  # φ⁻¹: public post-processing, monotone (stays sorted)
+            from .quantile import log_scale_map
+
+            _, phi_inv = log_scale_map(self.log_scale)
+            o = np.clip(phi_inv(o), self.query.lower, self.query.upper)
+        return o
 
     def log_density(self, data: Any, outputs: Any) -> np.ndarray:
-        """Exact log density at sorted output vectors (rows): ε·u(o)/4 − log Z.
+        """Exact log density at sorted output vectors (rows): ε·u(o)/(2Δ) − log Z.
 
         log Z is the float forward pass (relative error ≤ η, reported by
         :func:`forward`); u(o) is exact.  An analysis tool for the privacy check.
+        For the log chart, data and outputs are in φ-coordinates (the density is
+        the φ-law's, with respect to Lebesgue measure on the chart).
         """
         q = self.query
-        x = q.prepare(data).data
-        state = forward(x, q.qs, q.lower, q.upper, self.epsilon)
-        return utility(x, q.qs, np.atleast_2d(outputs)) * (self.epsilon / 4) - state.log_z
+        x, lo, hi = self.chart(q.prepare(data).data)
+        state = forward(x, q.qs, lo, hi, self.epsilon, self.sensitivity)
+        return utility(x, q.qs, np.atleast_2d(outputs)) * float(state.c_exact) - state.log_z
 
     def output_distribution(self, data: Any) -> JointState:
-        """The exact law's tables on ``data`` (path masses via :meth:`log_density`)."""
+        """The exact law's tables on ``data`` (path masses via :meth:`log_density`;
+        φ-coordinates for the log chart)."""
         q = self.query
-        return forward(q.prepare(data).data, q.qs, q.lower, q.upper, self.epsilon)
+        x, lo, hi = self.chart(q.prepare(data).data)
+        return forward(x, q.qs, lo, hi, self.epsilon, self.sensitivity)
 
 
 def utility(x_sorted: np.ndarray, qs: tuple[float, ...], outputs: np.ndarray) -> np.ndarray:
