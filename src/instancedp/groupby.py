@@ -647,6 +647,7 @@ def plan(
     mechanism: str | None = None,
     selection_delta: float | None = None,
     aggregates: bool = False,
+    ci: float | None = None,
 ) -> dict[str, Any]:
     """Everything decided from public parameters: mechanisms, ε split, guarantee.
 
@@ -656,7 +657,10 @@ def plan(
     drawn in stages from a window of order statistics — or, by name,
     ``candidate_quantile`` on public candidates; noisy sum ÷ noisy count
     for the mean, Laplace for counts and sums) instead of the in-memory
-    defaults.  Raises :class:`ParameterError` before any row is read."""
+    defaults.  ``ci``: each group's release of each statistic carries a
+    private interval at this level (:func:`instancedp.intervals.with_interval`,
+    its share inside ε_g); in-memory mechanisms only.  Raises
+    :class:`ParameterError` before any row is read."""
     from . import _validate
     from .recipes import build_mechanism, relation_for
     from .sources import out_of_core_mechanism
@@ -708,7 +712,22 @@ def plan(
             opts["quantile"] = q
         build = out_of_core_mechanism if aggregates else build_mechanism
         chosen = mechanism if stat != "count" else None
-        m = build(stat, eps_g, stat_delta, mechanism=chosen, neighbours="add_remove", **opts)
+        if ci is None:
+            m = build(stat, eps_g, stat_delta, mechanism=chosen, neighbours="add_remove",
+                      **opts)
+        else:
+            if aggregates:
+                raise ParameterError(
+                    "per-group intervals are computed in memory: ci= is not available for "
+                    "group-by releases from a database or Spark", parameter="ci")
+            from .intervals import with_interval
+
+            def one(e: float, stat: str = stat, chosen: Any = chosen,
+                    opts: dict = opts, build: Any = build) -> Any:
+                return build(stat, e, stat_delta, mechanism=chosen, neighbours="add_remove",
+                             **opts)
+
+            m = with_interval(one, eps_g, ci)
         mechs.append((label, m))
     parts = [_scaled(m.guarantee, factor) for _, m in mechs]
     sel = None
@@ -811,19 +830,20 @@ AGGREGATE_POLICY = {"missing": "drop", "out_of_range": "clamp", "infinite": "cla
 
 
 def aggregate_path(kind: str, data: Any, statistic: str | Sequence[str], *,
-                   bounds: Any, mechanism: str | None) -> bool:
+                   bounds: Any, mechanism: str | None, ci: float | None = None) -> bool:
     """Whether the groups are computed from engine aggregates (public facts only).
 
     Databases, Spark and opened sources: always (a request the aggregates do
     not serve is refused by :func:`instancedp.sources.out_of_core_mechanism`).
     Parquet/CSV files: when every statistic is one the aggregates serve (count,
     sum, mean, median, pNN) with the default mechanisms (or, for quantiles,
-    ``exponential`` or ``candidate_quantile`` by name) and bounds given;
-    otherwise the file is read into memory (as a single release does).
+    ``exponential`` or ``candidate_quantile`` by name) and bounds given,
+    without ``ci``; otherwise the file is read into memory (as a single
+    release does).
     In-memory tables: never (their mechanisms read each group's rows)."""
     if kind in ("sqlite", "postgresql", "spark", "source"):
         return True
-    if kind != "file" or not str(data).lower().endswith(_ENGINE_FILES):
+    if kind != "file" or not str(data).lower().endswith(_ENGINE_FILES) or ci is not None:
         return False
     stats = {s for _, s, _ in parse_statistics(statistic)}
     served = {"count", "sum", "mean", "median", "quantile"}
@@ -901,6 +921,7 @@ def group_release(
     rng: Any = None,
     charge: Any = None,
     where: Mapping[str, Any] | None = None,
+    ci: float | None = None,
 ) -> GroupRelease:
     """Release ``statistic`` of ``column`` for every group of ``by``.
 
@@ -916,6 +937,11 @@ def group_release(
     :class:`~instancedp.backends.Source` objects compute per-group aggregates
     in the engine (:mod:`instancedp.backends.grouped`).  ``where`` holds the
     database's ``table``/``sql`` or Spark's ``spark`` session.
+
+    ``ci=0.95``: every group's release of every statistic carries a private
+    interval (:mod:`instancedp.intervals`), paid inside that group's ε_g, so
+    parallel composition covers the intervals too; computed in memory (files
+    are read; a database or Spark refuses ``ci`` before the charge).
     """
     from .random import resolve
     from .sources import input_kind
@@ -928,7 +954,7 @@ def group_release(
                              "person column)", parameter="max_groups")
     where = dict(where or {})
     kind = input_kind(data, table=where.get("table"), spark=where.get("spark"))
-    agg = aggregate_path(kind, data, statistic, bounds=bounds, mechanism=mechanism)
+    agg = aggregate_path(kind, data, statistic, bounds=bounds, mechanism=mechanism, ci=ci)
     if agg and id_column is not None and kind != "file":
         raise ParameterError(
             "id_column= (per-person contribution bounds) is not available on a database or "
@@ -937,7 +963,7 @@ def group_release(
         )
     p = plan(statistic, epsilon=epsilon, delta=delta, keys=keys, split=split,
              neighbours=neighbours, max_groups=max_groups, bounds=bounds, mechanism=mechanism,
-             aggregates=agg)
+             aggregates=agg, ci=ci)
     needs_values = any(s != "count" for s, _ in p["statistics"])
     if needs_values and column is None:
         raise ParameterError("statistics other than count need column=", parameter="column")
