@@ -34,7 +34,8 @@ HISTS = [EDGES[0], EDGES[1], EDGES[3], [0.0, 1e-9, 2e-9, 1.0]]
 #: (lo, hi, spans) of the grouped rank windows: q·n ± h, h small enough to cut the
 #: 200-row group, large enough to hold every rank of the small ones
 WINDOWS = [(-2.0, 2.0, [(0.5, 3)]), (-1e300, 1e300, [(0.1, 1), (0.9, 2)]),
-           (0.0, 1.0, [(0.5, 100)])]
+           (0.0, 1.0, [(0.5, 100)]), (-1.7976931348623157e308, 1.7976931348623157e308,
+                                      [(0.25, 2)])]  # a range that overflows: one label
 
 
 def _probe(groups, light: bool = False) -> dict:

@@ -112,6 +112,10 @@ class MemoryGroups:
         return int(np.count_nonzero(~np.isfinite(self._all))) if self._has_values else 0
 
 
+#: labels per group when :meth:`SQLGroups.order_windows` narrows each group by counting
+GROUP_LABELS = 1024
+
+
 def window_ranks(n: int, spans: Sequence[tuple[float, int]]) -> np.ndarray:
     """The 0-based ranks r < n with q·n − h ≤ r ≤ q·n + h for some (q, h) in ``spans``
     (the same double operations as the SQL of :meth:`SQLGroups.order_windows`)."""
@@ -208,22 +212,52 @@ class SQLGroups:
 
     def order_windows(self, lo: float, hi: float,
                       spans: Sequence[tuple[float, int]]) -> dict[Any, dict[int, float]]:
-        """{key: {rank: value}} as :meth:`MemoryGroups.order_windows`, in ONE statement:
-        ``ROW_NUMBER()`` and ``COUNT(*)`` over ``PARTITION BY k`` number each group's
-        clamped values, and only the ranks near q·n of each group come back (at most
-        Σ(2h + 1) rows per key).  No key is sent to the engine: each group's window
-        is a function of its own count, written in SQL."""
+        """{key: {rank: value}} as :meth:`MemoryGroups.order_windows`, in ONE statement.
+
+        Sorting every group (``ROW_NUMBER() OVER (PARTITION BY k ORDER BY x)``)
+        costs a sort of the whole table, so the statement first narrows each
+        group by counting: each row gets the label ⌊(x − lo)·B/(hi − lo)⌋ (a
+        non-decreasing function of x: correctly rounded IEEE operations, as
+        :func:`~instancedp.backends.sql.label_map` argues), a ``GROUP BY k,
+        label`` with running sums gives each label's first rank and the group's
+        count n, and only the rows of the labels that meet the ranks
+        q·n ± h are numbered within their label (rank = rows in lower labels
+        + position in the label).  Values are exact whatever B does: a label
+        holding a whole group (ties, a narrow group) is still numbered
+        correctly, only slower.  No key is sent to the engine: each group's
+        window is a function of its own count, written in SQL."""
         d = self.d
         lo, hi = ref.check_bounds(lo, hi)
         p: list = []
-        src = self._clamped(lo, hi, p)
-        conds = []
-        for q, h in spans:
-            c = f"({d.lit(float(q), p)} * CAST(n AS {d.double}))"
-            conds.append(f"(r >= {c} - {int(h)} AND r <= {c} + {int(h)})")
-        sql = (f"SELECT k, r, x FROM (SELECT k, x, ROW_NUMBER() OVER (PARTITION BY k "
-               f"ORDER BY x) - 1 AS r, COUNT(*) OVER (PARTITION BY k) AS n FROM {src}) AS w "
-               f"WHERE {' OR '.join(conds) or '1 = 0'}")
+        scale = GROUP_LABELS / (hi - lo) if hi > lo else math.inf
+
+        def labelled(alias: str) -> str:
+            """(k, x, lab); written out at each use: a CTE read twice is materialised."""
+            if math.isfinite(scale) and scale > 0:
+                label = d.int_cast.format(e=f"((x - {d.lit(lo, p)}) * {d.lit(scale, p)})")
+            else:  # bounds whose range overflows (or a point): one label per group
+                label = "0"
+            return f"(SELECT k, x, {label} AS lab FROM {self._clamped(lo, hi, p)}) AS {alias}"
+
+        def near(rank: str, last: str) -> str:
+            conds = []
+            for q, h in spans:
+                c = f"({d.lit(float(q), p)} * CAST(n AS {d.double}))"
+                conds.append(f"({last} >= {c} - {int(h)} AND {rank} <= {c} + {int(h)})")
+            return "(" + (" OR ".join(conds) or "1 = 0") + ")"
+
+        cells = (f"SELECT k, lab, cnt, CAST(SUM(cnt) OVER (PARTITION BY k ORDER BY lab) - cnt "
+                 f"AS BIGINT) AS below, CAST(SUM(cnt) OVER (PARTITION BY k) AS BIGINT) AS n "
+                 f"FROM (SELECT k, lab, COUNT(*) AS cnt FROM {labelled('lb')} "
+                 f"GROUP BY k, lab) AS h")
+        # a label meets the ranks when its last rank (below + cnt − 1) ≥ q·n − h and its
+        # first (below) ≤ q·n + h
+        kept = (f"SELECT k, lab, below, n FROM ({cells}) AS cum "
+                f"WHERE {near('below', 'below + cnt - 1')}")
+        numbered = (f"SELECT l.k, t.below + ROW_NUMBER() OVER (PARTITION BY l.k, l.lab "
+                    f"ORDER BY l.x) - 1 AS r, l.x, t.n FROM {labelled('l')} JOIN ({kept}) AS t "
+                    f"ON l.k = t.k AND l.lab = t.lab")
+        sql = f"SELECT k, r, x FROM ({numbered}) AS w WHERE {near('r', 'r')}"
         out: dict[Any, dict[int, float]] = {}
         for key, r, x in self._pairs(sql, p):
             out.setdefault(key, {})[int(r)] = float(x)
