@@ -31,6 +31,11 @@ ROWS = [(name, v) for name in KEYS for v in rows(name)] + [(None, 1.0)]
 SUMS = [(-2.0, 2.0, False), (-1e300, 1e300, False), (0.1, 0.3, True), (-1e-310, 1e-310, False)]
 #: edges whose cells share one label force the unrolled binary search
 HISTS = [EDGES[0], EDGES[1], EDGES[3], [0.0, 1e-9, 2e-9, 1.0]]
+#: (lo, hi, spans) of the grouped rank windows: q·n ± h, h small enough to cut the
+#: 200-row group, large enough to hold every rank of the small ones
+WINDOWS = [(-2.0, 2.0, [(0.5, 3)]), (-1e300, 1e300, [(0.1, 1), (0.9, 2)]),
+           (0.0, 1.0, [(0.5, 100)]), (-1.7976931348623157e308, 1.7976931348623157e308,
+                                      [(0.25, 2)])]  # a range that overflows: one label
 
 
 def _probe(groups, light: bool = False) -> dict:
@@ -43,6 +48,16 @@ def _probe(groups, light: bool = False) -> dict:
     for i, e in enumerate(HISTS):
         if not light or i == 1:
             out[("hist", i)] = {k: v.tolist() for k, v in groups.histogram(e).items()}
+    for i, (lo, hi, spans) in enumerate(WINDOWS):
+        if not light or i == 1:
+            got = groups.order_windows(lo, hi, spans)
+            out[("windows", i)] = {k: {r: np.float64(x).tobytes() for r, x in w.items()}
+                                   for k, w in got.items()}
+    n = out["count"]["random"]
+    # one group's further reads (Spark's run in the staged record test below)
+    for start, stop in () if light else ((-2, 3), (95, 105), (198, 203)):
+        out[("group_window", start, stop)] = groups.group_window(
+            "random", -1.0, 1.0, start, stop, n).tobytes()
     return out
 
 
@@ -63,6 +78,12 @@ def test_reference_groups_hold_each_case(expected):
     assert expected["rows"]["missing"] == 5 and expected["count"]["missing"] == 2
     assert expected["missing"] == 3 + 2 + 3  # missing, all_missing (NULL, NaN), ±inf
     assert expected[("hist", 0)]["at_bounds"] == [2, 0, 1, 2]
+    # windows: ranks within q·n ± h of each group's own count, values clamped, −0.0 → 0.0
+    assert sorted(expected[("windows", 0)]["random"]) == list(range(97, 104))
+    assert sorted(expected[("windows", 1)]["two"]) == [0, 1]
+    assert expected[("windows", 0)]["signed_zero"][1] == np.float64(0.0).tobytes()
+    assert expected[("windows", 0)]["infinite"][2] == np.float64(2.0).tobytes()
+    assert "all_missing" not in expected[("windows", 0)]
 
 
 def test_parquet_groups_are_bit_identical(tmp_path, expected):
@@ -106,6 +127,7 @@ def test_postgresql_groups_are_bit_identical(postgres_url, expected):
     assert _probe(g) == expected
 
 
+@pytest.mark.xdist_group("spark")
 def test_spark_groups_are_bit_identical(spark, expected):
     df = spark.createDataFrame(ROWS, "k string, v double")
     got = _probe(open_groups(df, "k", "v", kind="spark"), light=True)
@@ -155,7 +177,103 @@ def test_group_records_equal_one_single_release_per_group(tmp_path):
         for label, m in p["statistics"]:
             assert r.values[label][i] == release_from_source(m, single, None, src).value
     assert r.guarantee == PureDP(1.0)
-    assert r.parameters["mechanisms"]["median"] == "candidate_quantile"
+    # the single release's default: the staged exact exponential quantile (log base)
+    assert r.parameters["mechanisms"]["median"] == "exponential_quantile"
+    assert r.parameters["per_group"]["median"]["base"] == "log"
+
+
+# -- the staged median per group: one window statement, further reads where asked ----------
+STAGED = dict(epsilon=8.0, bounds=(0.0, 100.0))  # per statistic ε = 4: windows of ±10/±19 ranks
+
+
+def _staged_table() -> pd.DataFrame:
+    """Key 0: 150 spread rows (the window decides the draw); key 1: 120 tied rows (every
+    window piece has length 0, so the exact inversion reads further order statistics);
+    key 2: one row; key 3 is a public key with no row."""
+    g = np.random.default_rng(8)
+    k = np.r_[np.zeros(150), np.ones(120), [2.0]]
+    v = np.r_[g.normal(40, 15, 150), np.full(118, 50.0), [np.nan, 1e308], [100.0]]
+    return pd.DataFrame({"k": k, "v": v})
+
+
+STAGED_KEYS = [0.0, 1.0, 2.0, 3.0]
+
+
+def _staged(data, **kw):
+    return group_release(data, "k", "v", "median,p90", keys=STAGED_KEYS,
+                         rng=simulation(4), **{**STAGED, **kw})
+
+
+@pytest.fixture
+def further_reads(monkeypatch) -> list:
+    """The keys of every per-group further read (SQLGroups.group_window)."""
+    calls: list = []
+    orig = SQLGroups.group_window
+
+    def spy(self, key, *args):
+        calls.append(key)
+        return orig(self, key, *args)
+
+    monkeypatch.setattr(SQLGroups, "group_window", spy)
+    return calls
+
+
+def test_staged_group_medians_equal_single_releases():
+    df = _staged_table()
+    keys = STAGED_KEYS
+    r = _staged(open_source(df))
+    p = plan("median,p90", keys=keys, aggregates=True, **STAGED)
+    src = simulation(4)
+    for i, key in enumerate(keys):
+        single = open_source(df.loc[df.k == key, "v"].to_numpy())
+        for label, m in p["statistics"]:
+            assert r.values[label][i] == release_from_source(m, single, None, src).value
+    assert set(r.parameters["mechanisms"].values()) == {"exponential_quantile"}
+
+
+def test_staged_group_medians_on_files_and_sqlite(tmp_path, further_reads):
+    df = _staged_table()
+    want = _staged(open_source(df)).to_dict()
+    df.to_parquet(tmp_path / "s.parquet")
+    assert _staged(tmp_path / "s.parquet").to_dict() == want
+    # only the tied group reads further order statistics
+    assert further_reads and {str(k) for k in further_reads} == {"1.0"}
+    con = sqlite3.connect(tmp_path / "s.db")
+    df.to_sql("t", con, index=False)
+    con.close()
+    assert _staged(str(tmp_path / "s.db"), where={"table": "t"}).to_dict() == want
+
+
+def test_staged_group_medians_on_postgresql(postgres_url, further_reads):
+    import psycopg
+
+    df = _staged_table()
+    with psycopg.connect(postgres_url, autocommit=True) as con:
+        con.execute("DROP TABLE IF EXISTS groups_s")
+        con.execute("CREATE TABLE groups_s (k double precision, v double precision)")
+        with con.cursor() as cur:
+            cur.executemany("INSERT INTO groups_s VALUES (%s, %s)",
+                            [(float(a), None if math.isnan(b) else float(b))
+                             for a, b in zip(df.k, df.v, strict=True)])
+    got = _staged(postgres_url, where={"table": "groups_s"}).to_dict()
+    assert got == _staged(open_source(df)).to_dict() and {str(k) for k in further_reads} == {"1.0"}
+
+
+@pytest.mark.xdist_group("spark")
+def test_staged_group_medians_on_spark(spark, further_reads):
+    df = _staged_table()
+    sdf = spark.createDataFrame([(float(a), None if math.isnan(b) else float(b))
+                                 for a, b in zip(df.k, df.v, strict=True)], "k double, v double")
+    assert _staged(sdf).to_dict() == _staged(open_source(df)).to_dict()
+    assert {str(k) for k in further_reads} == {"1.0"}
+
+
+def test_candidate_quantile_stays_available_by_name(tmp_path):
+    df = _staged_table()
+    df.to_parquet(tmp_path / "s.parquet")
+    r = _staged(tmp_path / "s.parquet", mechanism="candidate_quantile")
+    assert set(r.parameters["mechanisms"].values()) == {"candidate_quantile"}
+    assert r.to_dict() == _staged(open_source(df), mechanism="candidate_quantile").to_dict()
 
 
 def test_csv_keys_stay_text_and_equal_the_reference(tmp_path):
@@ -186,13 +304,13 @@ def test_postgresql_record_equals_numpy(postgres_url):
     assert got == _record(open_source(df))
 
 
+@pytest.mark.xdist_group("spark")
 def test_spark_record_equals_numpy(spark):
     df = _numeric_table()
     sdf = spark.createDataFrame([(float(a), None if math.isnan(b) else float(b))
                                  for a, b in zip(df.k, df.v, strict=True)], "k double, v double")
-    # the count and fixed-point sum paths (the default 4,097-cell median grid is checked
-    # on the SQL engines: Spark plans its edge table slowly); Spark's histogram is
-    # checked key by key above
+    # the count and fixed-point sum paths (the staged median on Spark has its own test
+    # above; the candidate grid's histogram is checked key by key)
     kw = dict(keys=[0.0, 1.0, 7.0], stats="mean,count")
     assert _record(sdf, **kw) == _record(open_source(df), **kw)
 

@@ -492,8 +492,6 @@ def release(
     from .session import build_mechanism
 
     if by is not None:
-        if ci is not None:
-            raise CLIError("--ci applies to single releases, not yet to --by groups")
         _release_groups(
             file, column=column, statistic=statistic, epsilon=epsilon, delta=delta,
             bounds=bounds, mechanism=mechanism, by=by, keys=keys, split=split,
@@ -504,6 +502,7 @@ def release(
             other=dict(quantile=quantile, trim=trim, noise=noise, gamma=gamma,
                        ptr_bound=ptr_bound, resolution=resolution),
             output=output, plot=plot, table=table, spark_table=spark_table,
+            ci=ci,
         )
         return
     for flag, path in (("--output", output), ("--plot", plot)):
@@ -592,7 +591,7 @@ def _release_groups(
     json_out: bool, csv_out: bool, seed: int | None, analyst: bool,
     neighbours: str | None, sql: str | None, other: dict[str, Any],
     output: Path | None = None, plot: Path | None = None, table: str | None = None,
-    spark_table: str | None = None,
+    spark_table: str | None = None, ci: float | None = None,
 ) -> None:
     """``instancedp release FILE --by COL``: one charged release, a table per group.
 
@@ -628,7 +627,7 @@ def _release_groups(
     # Every public parameter checked before the ledger is opened.
     p = plan(statistic, epsilon=epsilon, delta=delta, keys=key_list, split=fractions,
              neighbours=neighbours or "add_remove", max_groups=max_groups, bounds=bounds,
-             mechanism=mechanism)
+             mechanism=mechanism, ci=ci)
     if analyst:
         _analyst_flags(budget, ledger)
     session = Session(
@@ -645,6 +644,7 @@ def _release_groups(
                 delta=delta, bounds=bounds, rng=_rng(seed), convert_delta=zcdp_delta,
                 drop_missing=drop_missing, id_column=id_column, max_groups=max_groups,
                 **({"mechanism": mechanism} if mechanism is not None else {}),
+                **({"ci": ci} if ci is not None else {}),
             )
         remaining = session.remaining if ledger is not None else None
     if not rel.secure:

@@ -546,7 +546,10 @@ class _OneGroup:
     def _get(self, what: tuple, empty: Any) -> Any:
         if what not in self._cache:
             name, *args = what
-            self._cache[what] = self._lookup(getattr(self._groups, name)(*args))
+            raw = getattr(self._groups, name)(*args)
+            self._cache[what] = self._lookup(raw)
+            if name == "count":  # the engine's own key values, to filter one group
+                self._cache[("keys",)] = self._lookup({k: k for k in raw})
         return self._hit(self._cache[what], empty)
 
     def count(self, column: Any = None, *, missing: Any = "drop") -> int:
@@ -555,6 +558,29 @@ class _OneGroup:
     def count_and_sum(self, column: Any, lower: float, upper: float, *, shift: bool = False,
                       missing: Any = "drop") -> tuple[int, int]:
         return self._get(("count_and_sum", float(lower), float(upper), bool(shift)), (0, 0))
+
+    def order_window(self, column: Any, lower: float, upper: float, start: int, stop: int,
+                     *, missing: Any = "drop") -> np.ndarray:
+        """The key's sorted clamped values at ranks [start, stop): from the windows read
+        for every group at once (:meth:`~instancedp.backends.grouped.SQLGroups.order_windows`),
+        else (a further read of the staged draw) one statement for this key."""
+        from .backends.numpy import pad_window
+
+        n = self.count()
+        first, last = max(start, 0), min(stop, n)
+        got = self._hit(self._cache.get(("windows", float(lower), float(upper)), {}), {})
+        if all(r in got for r in range(first, last)):
+            inside = np.array([got[r] for r in range(first, last)], dtype=np.float64)
+            return pad_window(inside, start, stop, lower, upper, offset=first, n=n)
+        engine_key = self._hit(self._get_keys(), None)
+        if engine_key is None:  # no present row: every rank reads a bound
+            return pad_window(np.empty(0), start, stop, lower, upper, offset=0, n=0)
+        return self._groups.group_window(engine_key, lower, upper, start, stop, n)
+
+    def _get_keys(self) -> dict:
+        """The engine's own key values (to filter one group), by key and by text."""
+        self.count()
+        return self._cache[("keys",)]
 
     def histogram(self, column: Any, edges: Any, *, missing: Any = "drop") -> np.ndarray:
         e = np.asarray(edges, dtype=np.float64)
@@ -621,16 +647,20 @@ def plan(
     mechanism: str | None = None,
     selection_delta: float | None = None,
     aggregates: bool = False,
+    ci: float | None = None,
 ) -> dict[str, Any]:
     """Everything decided from public parameters: mechanisms, ε split, guarantee.
 
     ``aggregates``: per-group mechanisms that read a backend's aggregates
-    (:func:`instancedp.sources.out_of_core_mechanism`: the exponential
-    mechanism on public candidates for quantiles — one grouped histogram
-    for every group, where a single release draws in stages from a window
-    of order statistics — noisy sum ÷ noisy count
+    (:func:`instancedp.sources.out_of_core_mechanism`: the single release's
+    default for quantiles — the exponential mechanism with the log base,
+    drawn in stages from a window of order statistics — or, by name,
+    ``candidate_quantile`` on public candidates; noisy sum ÷ noisy count
     for the mean, Laplace for counts and sums) instead of the in-memory
-    defaults.  Raises :class:`ParameterError` before any row is read."""
+    defaults.  ``ci``: each group's release of each statistic carries a
+    private interval at this level (:func:`instancedp.intervals.with_interval`,
+    its share inside ε_g); in-memory mechanisms only.  Raises
+    :class:`ParameterError` before any row is read."""
     from . import _validate
     from .recipes import build_mechanism, relation_for
     from .sources import out_of_core_mechanism
@@ -682,11 +712,22 @@ def plan(
             opts["quantile"] = q
         build = out_of_core_mechanism if aggregates else build_mechanism
         chosen = mechanism if stat != "count" else None
-        if aggregates and chosen is None and stat in ("median", "quantile"):
-            # one grouped histogram serves every group; the staged draw of a single
-            # release would read a window of order statistics per group
-            chosen = "candidate_quantile"
-        m = build(stat, eps_g, stat_delta, mechanism=chosen, neighbours="add_remove", **opts)
+        if ci is None:
+            m = build(stat, eps_g, stat_delta, mechanism=chosen, neighbours="add_remove",
+                      **opts)
+        else:
+            if aggregates:
+                raise ParameterError(
+                    "per-group intervals are computed in memory: ci= is not available for "
+                    "group-by releases from a database or Spark", parameter="ci")
+            from .intervals import with_interval
+
+            def one(e: float, stat: str = stat, chosen: Any = chosen,
+                    opts: dict = opts, build: Any = build) -> Any:
+                return build(stat, e, stat_delta, mechanism=chosen, neighbours="add_remove",
+                             **opts)
+
+            m = with_interval(one, eps_g, ci)
         mechs.append((label, m))
     parts = [_scaled(m.guarantee, factor) for _, m in mechs]
     sel = None
@@ -789,22 +830,46 @@ AGGREGATE_POLICY = {"missing": "drop", "out_of_range": "clamp", "infinite": "cla
 
 
 def aggregate_path(kind: str, data: Any, statistic: str | Sequence[str], *,
-                   bounds: Any, mechanism: str | None) -> bool:
+                   bounds: Any, mechanism: str | None, ci: float | None = None) -> bool:
     """Whether the groups are computed from engine aggregates (public facts only).
 
     Databases, Spark and opened sources: always (a request the aggregates do
     not serve is refused by :func:`instancedp.sources.out_of_core_mechanism`).
     Parquet/CSV files: when every statistic is one the aggregates serve (count,
-    sum, mean, median, pNN) with the default mechanisms and bounds given;
-    otherwise the file is read into memory (as a single release does).
+    sum, mean, median, pNN) with the default mechanisms (or, for quantiles,
+    ``exponential`` or ``candidate_quantile`` by name) and bounds given,
+    without ``ci``; otherwise the file is read into memory (as a single
+    release does).
     In-memory tables: never (their mechanisms read each group's rows)."""
     if kind in ("sqlite", "postgresql", "spark", "source"):
         return True
-    if kind != "file" or not str(data).lower().endswith(_ENGINE_FILES):
+    if kind != "file" or not str(data).lower().endswith(_ENGINE_FILES) or ci is not None:
         return False
     stats = {s for _, s, _ in parse_statistics(statistic)}
     served = {"count", "sum", "mean", "median", "quantile"}
-    return stats <= served and mechanism is None and (bounds is not None or stats == {"count"})
+    by_name = mechanism is None or (
+        mechanism in ("exponential", "candidate_quantile") and stats <= {"count", "median",
+                                                                         "quantile"})
+    return stats <= served and by_name and (bounds is not None or stats == {"count"})
+
+
+def staged_span(mechanism: Any) -> tuple[float, int] | None:
+    """(q, h) such that every rank the staged exponential quantile reads up front lies
+    within q·n ± h (:class:`~instancedp.mechanisms.quantile.PieceSet`: pieces within
+    ``half`` of round(q·n), whose edges are the values at ranks start − 1 … stop − 1);
+    None for a mechanism that is not drawn in stages."""
+    from .mechanisms.quantile import (
+        MAX_HALF_WINDOW,
+        WINDOW_EXPONENT,
+        ExponentialQuantile,
+        score_sensitivity,
+    )
+
+    if not isinstance(mechanism, ExponentialQuantile) or mechanism.base == "grid":
+        return None
+    a = mechanism.epsilon / (2.0 * score_sensitivity(mechanism.q, mechanism.neighbours))
+    half = int(min(math.ceil(WINDOW_EXPONENT / a), MAX_HALF_WINDOW))
+    return mechanism.q, half + 2  # round(q·n) is within ½ of q·n; one more edge below
 
 
 def run_aggregates(p: dict[str, Any], groups: Any, keys: Sequence[Any], source: Any) -> dict:
@@ -816,6 +881,15 @@ def run_aggregates(p: dict[str, Any], groups: Any, keys: Sequence[Any], source: 
     from .sources import release_from_source
 
     cache: dict = {}
+    by_bounds: dict[tuple[float, float], list[tuple[float, int]]] = {}
+    for _, m in p["statistics"]:
+        span = staged_span(m)
+        if span is not None:
+            by_bounds.setdefault((m.lower, m.upper), []).append(span)
+    for (lo, hi), spans in by_bounds.items():
+        # ONE engine statement reads every group's windows (each a function of the
+        # group's own count); _OneGroup serves the staged draws from them
+        cache[("windows", lo, hi)] = _OneGroup._lookup(groups.order_windows(lo, hi, spans))
     out: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
     cis: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
     for key in keys:
@@ -847,6 +921,7 @@ def group_release(
     rng: Any = None,
     charge: Any = None,
     where: Mapping[str, Any] | None = None,
+    ci: float | None = None,
 ) -> GroupRelease:
     """Release ``statistic`` of ``column`` for every group of ``by``.
 
@@ -862,6 +937,11 @@ def group_release(
     :class:`~instancedp.backends.Source` objects compute per-group aggregates
     in the engine (:mod:`instancedp.backends.grouped`).  ``where`` holds the
     database's ``table``/``sql`` or Spark's ``spark`` session.
+
+    ``ci=0.95``: every group's release of every statistic carries a private
+    interval (:mod:`instancedp.intervals`), paid inside that group's ε_g, so
+    parallel composition covers the intervals too; computed in memory (files
+    are read; a database or Spark refuses ``ci`` before the charge).
     """
     from .random import resolve
     from .sources import input_kind
@@ -874,7 +954,7 @@ def group_release(
                              "person column)", parameter="max_groups")
     where = dict(where or {})
     kind = input_kind(data, table=where.get("table"), spark=where.get("spark"))
-    agg = aggregate_path(kind, data, statistic, bounds=bounds, mechanism=mechanism)
+    agg = aggregate_path(kind, data, statistic, bounds=bounds, mechanism=mechanism, ci=ci)
     if agg and id_column is not None and kind != "file":
         raise ParameterError(
             "id_column= (per-person contribution bounds) is not available on a database or "
@@ -883,7 +963,7 @@ def group_release(
         )
     p = plan(statistic, epsilon=epsilon, delta=delta, keys=keys, split=split,
              neighbours=neighbours, max_groups=max_groups, bounds=bounds, mechanism=mechanism,
-             aggregates=agg)
+             aggregates=agg, ci=ci)
     needs_values = any(s != "count" for s, _ in p["statistics"])
     if needs_values and column is None:
         raise ParameterError("statistics other than count need column=", parameter="column")

@@ -523,14 +523,11 @@ class Session:
         # the way the decimals do (ten of 0.1 fill 1.0) while the charge is the ε used
         epsilon, delta = _validate.at_most_decimal(epsilon), _validate.at_most_decimal(delta)
         if by is not None:
-            if ci is not None:
-                raise ParameterError("ci= applies to single releases, not yet to by= groups",
-                                     parameter="ci")
             return self._release_groups(
                 statistic, column, by=by, keys=keys, split=split, epsilon=epsilon,
                 delta=delta, sql=sql, rng=rng, convert_delta=convert_delta,
                 drop_missing=drop_missing, id_column=id_column, max_groups=max_groups,
-                **options,
+                ci=ci, **options,
             )
         if keys is not None or split is not None or id_column is not None:
             raise ParameterError("keys, split and id_column apply to group-by releases: "
@@ -602,7 +599,7 @@ class Session:
         self, statistic: Any, column: str | None, *, by: str, keys: Any, split: Any,
         epsilon: float, delta: float | None, sql: str | None, rng: Any,
         convert_delta: float | None, drop_missing: bool | None, id_column: str | None,
-        max_groups: int, **options: Any,
+        max_groups: int, ci: float | None = None, **options: Any,
     ) -> Any:
         """The group-by branch of :meth:`release_statistic` (charged once)."""
         from .groupby import group_release
@@ -634,7 +631,7 @@ class Session:
                 self._data, by, column, statistic, epsilon=epsilon, delta=delta, keys=keys,
                 split=split, neighbours=self.neighbours, id_column=id_column,
                 max_groups=max_groups, drop_missing=drop, rng=rng, charge=charge,
-                where=self._where, **options,
+                where=self._where, ci=ci, **options,
             )
         except (ParameterError, BudgetExceeded, CompositionError, LedgerError):
             raise

@@ -12,6 +12,11 @@ grouped primitive     what it returns (one entry per key present in the rows)
 ``count``             rows after the missing-value policy ("drop")
 ``count_and_sum``     (n, S) with S the exact integer sum on the public grid
 ``histogram``         counts of clamped values per public cell
+``order_windows``     each key's sorted clamped values at the ranks near q·n
+                      (one window function over every group; the staged
+                      exponential quantile's windows)
+``group_window``      one key's sorted clamped values at ranks [start, stop)
+                      (the staged draw's rare further reads)
 ``missing``           rows whose value is NULL, NaN or ±inf (owner-mode check)
 ====================  ==========================================================
 
@@ -37,7 +42,7 @@ import numpy as np
 from . import numpy as ref
 from .sql import SQLEngine, search_cells
 
-__all__ = ["MemoryGroups", "SQLGroups", "missing_key"]
+__all__ = ["MemoryGroups", "SQLGroups", "missing_key", "window_ranks"]
 
 
 def missing_key(k: Any) -> bool:
@@ -84,8 +89,42 @@ class MemoryGroups:
     def histogram(self, edges: Sequence[float]) -> dict[Any, np.ndarray]:
         return {k: ref.histogram(v, edges) for k, v in self._present().items()}
 
+    def order_windows(self, lo: float, hi: float,
+                      spans: Sequence[tuple[float, int]]) -> dict[Any, dict[int, float]]:
+        """{key: {rank: value}}: the sorted clamped values (``+ 0.0``) at the 0-based
+        ranks r with q·n − h ≤ r ≤ q·n + h for some (q, h) in ``spans``, n the key's
+        count after the "drop" policy (:func:`window_ranks`)."""
+        lo, hi = ref.check_bounds(lo, hi)
+        out = {}
+        for k, v in self._present().items():
+            x = np.sort(ref.clamp(v, lo, hi)) + 0.0
+            r = window_ranks(x.size, spans)
+            out[k] = dict(zip(r.tolist(), x[r].tolist(), strict=True))
+        return out
+
+    def group_window(self, key: Any, lo: float, hi: float, start: int, stop: int,
+                     n: int) -> np.ndarray:
+        """``key``'s sorted clamped values at ranks [start, stop) (padded with the bounds,
+        as ``order_window``)."""
+        return ref.order_window(self._present().get(key, np.empty(0)), lo, hi, start, stop)
+
     def missing(self) -> int:
         return int(np.count_nonzero(~np.isfinite(self._all))) if self._has_values else 0
+
+
+#: labels per group when :meth:`SQLGroups.order_windows` narrows each group by counting
+GROUP_LABELS = 1024
+
+
+def window_ranks(n: int, spans: Sequence[tuple[float, int]]) -> np.ndarray:
+    """The 0-based ranks r < n with q·n − h ≤ r ≤ q·n + h for some (q, h) in ``spans``
+    (the same double operations as the SQL of :meth:`SQLGroups.order_windows`)."""
+    r = np.arange(n, dtype=np.int64)
+    keep = np.zeros(n, dtype=bool)
+    for q, h in spans:
+        c = float(q) * float(n)
+        keep |= (r >= c - int(h)) & (r <= c + int(h))
+    return r[keep]
 
 
 class SQLGroups:
@@ -170,6 +209,102 @@ class SQLGroups:
                     for g, n, hi_, lo_ in self._pairs(sql, p)}
         sql = f"SELECT g, COUNT(*), SUM({d.sum_cast.format(k='t')}) FROM {terms} GROUP BY g"
         return {g: (int(n), int(total or 0)) for g, n, total in self._pairs(sql, p)}
+
+    def order_windows(self, lo: float, hi: float,
+                      spans: Sequence[tuple[float, int]]) -> dict[Any, dict[int, float]]:
+        """{key: {rank: value}} as :meth:`MemoryGroups.order_windows`, in ONE statement.
+
+        Sorting every group (``ROW_NUMBER() OVER (PARTITION BY k ORDER BY x)``)
+        costs a sort of the whole table, so the statement first narrows each
+        group by counting: each row gets the label ⌊(x − lo)·B/(hi − lo)⌋ (a
+        non-decreasing function of x: correctly rounded IEEE operations, as
+        :func:`~instancedp.backends.sql.label_map` argues), a ``GROUP BY k,
+        label`` with running sums gives each label's first rank and the group's
+        count n, and only the rows of the labels that meet the ranks
+        q·n ± h are numbered within their label (rank = rows in lower labels
+        + position in the label).  Values are exact whatever B does: a label
+        holding a whole group (ties, a narrow group) is still numbered
+        correctly, only slower.  No key is sent to the engine: each group's
+        window is a function of its own count, written in SQL."""
+        d = self.d
+        lo, hi = ref.check_bounds(lo, hi)
+        p: list = []
+        scale = GROUP_LABELS / (hi - lo) if hi > lo else math.inf
+
+        def labelled(alias: str) -> str:
+            """(k, x, lab); written out at each use: a CTE read twice is materialised."""
+            if math.isfinite(scale) and scale > 0:
+                label = d.int_cast.format(e=f"((x - {d.lit(lo, p)}) * {d.lit(scale, p)})")
+            else:  # bounds whose range overflows (or a point): one label per group
+                label = "0"
+            return f"(SELECT k, x, {label} AS lab FROM {self._clamped(lo, hi, p)}) AS {alias}"
+
+        def near(rank: str, last: str) -> str:
+            conds = []
+            for q, h in spans:
+                c = f"({d.lit(float(q), p)} * CAST(n AS {d.double}))"
+                conds.append(f"({last} >= {c} - {int(h)} AND {rank} <= {c} + {int(h)})")
+            return "(" + (" OR ".join(conds) or "1 = 0") + ")"
+
+        cells = (f"SELECT k, lab, cnt, CAST(SUM(cnt) OVER (PARTITION BY k ORDER BY lab) - cnt "
+                 f"AS BIGINT) AS below, CAST(SUM(cnt) OVER (PARTITION BY k) AS BIGINT) AS n "
+                 f"FROM (SELECT k, lab, COUNT(*) AS cnt FROM {labelled('lb')} "
+                 f"GROUP BY k, lab) AS h")
+        # a label meets the ranks when its last rank (below + cnt − 1) ≥ q·n − h and its
+        # first (below) ≤ q·n + h
+        kept = (f"SELECT k, lab, below, n FROM ({cells}) AS cum "
+                f"WHERE {near('below', 'below + cnt - 1')}")
+        numbered = (f"SELECT l.k, t.below + ROW_NUMBER() OVER (PARTITION BY l.k, l.lab "
+                    f"ORDER BY l.x) - 1 AS r, l.x, t.n FROM {labelled('l')} JOIN ({kept}) AS t "
+                    f"ON l.k = t.k AND l.lab = t.lab")
+        sql = f"SELECT k, r, x FROM ({numbered}) AS w WHERE {near('r', 'r')}"
+        out: dict[Any, dict[int, float]] = {}
+        for key, r, x in self._pairs(sql, p):
+            out.setdefault(key, {})[int(r)] = float(x)
+        return out
+
+    def group_window(self, key: Any, lo: float, hi: float, start: int, stop: int,
+                     n: int) -> np.ndarray:
+        """``key``'s sorted clamped values at ranks [start, stop), n its count (padded with
+        the bounds, as ``order_window``): one statement filtered on the key."""
+        lo, hi = ref.check_bounds(lo, hi)
+        start, stop = ref.check_ranks(start, stop)
+        first, last = max(start, 0), min(stop, n)
+        if first >= last:
+            return ref.pad_window(np.empty(0), start, stop, lo, hi, offset=0, n=n)
+        p: list = []
+        src = self._clamped(lo, hi, p)
+        match = self._key_match(key, p)
+        sql = (f"SELECT r, x FROM (SELECT x, ROW_NUMBER() OVER (ORDER BY x) - 1 AS r "
+               f"FROM {src} WHERE {match}) AS w WHERE r >= {first} AND r < {last}")
+        got = dict((int(r), float(x)) for r, x in self._pairs(sql, p))
+        inside = np.array([got[r] for r in range(first, last)], dtype=np.float64)
+        return ref.pad_window(inside, start, stop, lo, hi, offset=first, n=n)
+
+    def _key_match(self, key: Any, p: list) -> str:
+        """``k = key`` for a key value the engine itself returned: a bound parameter
+        (SQLite, DuckDB), psycopg's literal (PostgreSQL), else a typed literal (Spark)."""
+        d = self.d
+        if d.bind:
+            p.append(key)
+            return f"k = ?{len(p)}"
+        if d.name == "duckdb":
+            p.append(key)
+            return f"k = ${len(p)}"
+        if d.name == "postgresql":
+            from psycopg import sql as pgsql
+
+            return f"k = {pgsql.Literal(key).as_string(self.engine.connection)}"
+        if isinstance(key, bool):
+            return f"k = {'TRUE' if key else 'FALSE'}"
+        if isinstance(key, int):
+            return f"k = {int(key)}"
+        if isinstance(key, float):
+            return f"k = {d.lit(key, p)}"
+        text = str(key).replace("\\", "\\\\").replace("'", "\\'")
+        if isinstance(key, str):
+            return f"k = '{text}'"
+        return f"CAST(k AS STRING) = '{text}'"  # dates, decimals: ISO text, as Spark writes it
 
     def histogram(self, edges: Sequence[float]) -> dict[Any, np.ndarray]:
         """Cell counts per key: the engine's bucket function (SQLite, PostgreSQL), an ASOF
