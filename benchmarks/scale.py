@@ -62,6 +62,7 @@ def generate(path: str, n: int) -> float:
     con = duckdb.connect()
     con.execute(f"SET memory_limit = '{MEMORY}'")
     con.execute(f"SET threads = {THREADS}")
+    con.execute("SET enable_progress_bar = false")
     # A multiplicative hash of the row number: reproducible whatever the thread count;
     # squared to make the distribution skewed (mean ≠ median).
     con.execute(
@@ -147,12 +148,15 @@ def _duckdb_exact(path: str, stat: str, memory: str = MEMORY) -> dict:
     con = duckdb.connect()
     con.execute(f"SET memory_limit = '{memory}'")
     con.execute(f"SET threads = {THREADS}")
+    con.execute("SET enable_progress_bar = false")  # as the library's connection
     # Without a temp directory an in-memory connection cannot spill, and DuckDB's exact
     # median of 10^8 doubles (800 MB plus its sort) fails under the 1 GB limit.
     con.execute(f"SET temp_directory = '{tempfile.mkdtemp(prefix='duckdb-exact-')}'")
     agg = {"count": "count(v)", "mean": "avg(v)", "median": "median(v)",
            "p90": "quantile_disc(v, 0.9)"}[stat]
-    return {"value": float(con.execute(f"SELECT {agg} FROM read_parquet('{path}')").fetchone()[0])}
+    value = float(con.execute(f"SELECT {agg} FROM read_parquet('{path}')").fetchone()[0])
+    con.close()  # as the release's source is closed: both sides pay the same teardown
+    return {"value": value}
 
 
 def _spark_session():
@@ -171,7 +175,11 @@ def child(method: str, path: str, stat: str) -> None:
     # work on the data).
     import duckdb  # noqa: F401
 
+    import instancedp.backends.duckdb  # noqa: F401
+    import instancedp.backends.spark  # noqa: F401
     import instancedp.random  # noqa: F401
+    import instancedp.recipes  # noqa: F401
+    import instancedp.registry  # noqa: F401
     import instancedp.sources  # noqa: F401
     from instancedp.backends import open_source
 

@@ -47,6 +47,7 @@ def connect(
     import duckdb
 
     con = duckdb.connect(":memory:")
+    con.execute("SET enable_progress_bar = false")  # the CLI shows its own (no row counts)
     if memory_limit is not None:
         con.execute(f"SET memory_limit = {_literal(str(memory_limit))}")
     if threads is not None:
