@@ -313,7 +313,8 @@ class SQLEngine:
         # fl(v − 0.0) = v for every non-NaN v (−0.0 and 0.0 both give k = 0)
         y = f"({v} - {lo_})" if shift and lo != 0.0 else v
         terms, read = self._sum_terms(self._units(y, s, p))
-        inside = f"SELECT COUNT(*), {terms} FROM {self.relation} WHERE {v} >= {lo_} AND {v} <= {hi_}"
+        inside = (f"SELECT COUNT(*), {terms} FROM {self.relation} "
+                  f"WHERE {v} >= {lo_} AND {v} <= {hi_}")
         if missing == "drop":
             where = f"{v} < {lo_} OR ({v} > {hi_} AND {v} <= {inf})"
         else:  # NULL and NaN rows too (NaN > hi, or NULL in SQLite)
