@@ -46,7 +46,8 @@ import numpy as np
 OUT = Path(__file__).resolve().parent.parent / "docs" / "results"
 LO, HI = 0.0, 1000.0
 EPS = 1.0
-REPEATS = 2  # alternating engine / release pairs per statistic
+# alternating engine / release pairs per statistic (``--repeats R``; the children read it too)
+REPEATS = int(os.environ.get("INSTANCEDP_SCALE_REPEATS", "2"))
 WINDOW = 256
 MEMORY = "1GB"
 BIG_MEMORY = "4GB"
@@ -534,6 +535,10 @@ def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--size":  # re-measure one size in scale.json
         n = int(float(sys.argv[2]))
         spark = "--spark" in sys.argv[3:]
+        if "--repeats" in sys.argv[3:]:
+            global REPEATS
+            REPEATS = int(sys.argv[sys.argv.index("--repeats") + 1])
+            os.environ["INSTANCEDP_SCALE_REPEATS"] = str(REPEATS)
         res = json.loads((OUT / "scale.json").read_text())
         workdir = tempfile.mkdtemp(prefix="instancedp-size-")
         part = measure_size(n, workdir, lambda m: print(m, flush=True), spark=spark)

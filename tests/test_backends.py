@@ -168,6 +168,21 @@ def test_clamped_sum_by_parts_and_by_clamp_agree(tmp_path, monkeypatch):
         src.close()
 
 
+def test_split_sum_falls_back_to_one_sum_when_its_parts_could_wrap(tmp_path, monkeypatch):
+    """From 2^37 rows the two 64-bit parts of a split exact sum could wrap: the engine sums
+    once more in its wide type (forced here by lowering the threshold)."""
+    from instancedp.backends import sql
+
+    x = as_array("random")
+    with open_source(_sqlite_file(tmp_path, "random"), table="t") as lite:
+        monkeypatch.setattr(sql, "_SPLIT_ROWS", 1)
+        statements = []
+        run = lite.engine.execute
+        lite.engine.execute = lambda q, p: statements.append(q) or run(q, p)
+        assert lite.count_and_sum("v", -2.0, 2.0) == ref.count_and_sum(x, -2.0, 2.0)
+        assert len(statements) == 2 and "%" not in statements[1]
+
+
 @pytest.mark.parametrize("labels, cap", [(2, 1), (4, 3), (16, 8)])
 def test_rank_window_refinement_rounds_agree(tmp_path, labels, cap):
     """Force several counting rounds (and the engine-sort fallback) on a small table."""

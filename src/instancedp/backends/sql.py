@@ -58,6 +58,7 @@ class Dialect:
     labels: int = 1 << 14  # B: labels per refinement round
     fetch_cap: int = 1 << 17  # rows fetched sorted once a range holds at most this many
     exact_sum: str = "single"  # "single": SUM(k) is exact; "split": two 64-bit sums
+    int_div: str = "{a} / {b}"  # integer division truncating toward zero (for "split")
     # Test |y| < 2^−s before scaling: only for engines that raise on underflow (PostgreSQL);
     # elsewhere trunc(y·2^s) of such a y is 0 anyway.
     underflow_guard: bool = False
@@ -80,6 +81,7 @@ class Dialect:
 
 
 _MAX_PIECES = 64
+_SPLIT_ROWS = 1 << 37  # the two 64-bit partial sums of a "split" exact sum are exact below
 _MAX_LABELS_PER_EDGE = 16
 
 
@@ -264,11 +266,12 @@ class SQLEngine:
             k = f"CASE WHEN abs({y}) < {d.lit(math.ldexp(1.0, -s), p)} THEN 0 ELSE {k} END"
         return k
 
-    def _sum_terms(self, k: str) -> tuple[str, Callable[[Sequence], int]]:
+    def _sum_terms(self, k: str, split: bool = True) -> tuple[str, Callable[[Sequence], int]]:
         """Select-list text summing k exactly, and the function that reads its columns."""
-        if self.dialect.exact_sum == "split":
+        if split and self.dialect.exact_sum == "split":
             q = 1 << 26
-            return (f"SUM({k} / {q}), SUM({k} % {q})",
+            high = self.dialect.int_div.format(a=k, b=q)
+            return (f"SUM({high}), SUM({k} % {q})",
                     lambda r: (int(r[0] or 0) << 26) + int(r[1] or 0))
         return f"SUM({self.dialect.sum_cast.format(k=k)})", lambda r: int(r[0] or 0)
 
@@ -284,11 +287,15 @@ class SQLEngine:
         src = self._clamped(column, lo, hi, missing, p)
         y = f"x - {self.dialect.lit(lo, p)}" if shift else "x"
         k = self._units("y", s, p)
-        terms, read = self._sum_terms("k")
-        sql = (f"SELECT COUNT(*), {terms} FROM (SELECT {k} AS k FROM "
-               f"(SELECT {y} AS y FROM {src}) AS z) AS t")
-        row = self._one(sql, p)
-        return int(row[0]), read(row[1:])
+        split = True
+        while True:
+            terms, read = self._sum_terms("k", split)
+            sql = (f"SELECT COUNT(*), {terms} FROM (SELECT {k} AS k FROM "
+                   f"(SELECT {y} AS y FROM {src}) AS z) AS t")
+            row = self._one(sql, p)
+            if not (split and self.dialect.exact_sum == "split" and int(row[0]) >= _SPLIT_ROWS):
+                return int(row[0]), read(row[1:])
+            split = False  # the 64-bit parts could wrap: sum once more in sum_cast
 
     def _count_and_sum_by_parts(
         self, column: str | None, lo: float, hi: float, shift: bool, missing: ref.Missing,
