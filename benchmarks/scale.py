@@ -474,8 +474,10 @@ def write(res: dict) -> None:
                   "The triangle count and the (common neighbours, degree sum) frontier over "
                   "vertex pairs that its smooth sensitivity and PTR read: in memory (scipy "
                   "CSR, `triangle_pair_frontier`) versus as DuckDB aggregates over the edge "
-                  f"file (`backends.graph`, `memory_limit='{MEMORY}'`).  Generated in "
-                  f"{gr['generation_seconds']:.1f} s.  Same triangle count and frontier on "
+                  f"file (`backends.graph`, `memory_limit='{MEMORY}'`)"
+                  + (" — measured in an earlier full run (`--graph-only` re-measures it)"
+                     if res.get("runs") else "") + ".  Generated in "
+                  + f"{gr['generation_seconds']:.1f} s.  Same triangle count and frontier on "
                   f"both paths: {'yes' if gr['same_statistics'] else 'NO'}.", "",
                   "| path | seconds | peak RSS MB |", "|---|---|---|"]
         for name, r in (("in memory", mem), ("DuckDB", duck)):

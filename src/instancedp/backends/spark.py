@@ -3,11 +3,9 @@
 Every primitive is one Spark SQL aggregate over a temporary view; the driver
 collects only aggregates (≤ ``labels`` + 1 rows per refinement round, at most
 ``fetch_cap`` values for a rank window), so a release passes with
-``spark.driver.maxResultSize=1m`` whatever the table's size.  The exact sum
-adds k DIV 2^26 and k % 2^26 as two 64-bit sums (exact below 2^37 rows, as
-SQLite's; from 2^37 rows on it is summed again as ``DECIMAL(38,0)``);
-``CAST(double AS BIGINT)`` truncates toward zero as the fixed-point rule
-needs.
+``spark.driver.maxResultSize=1m`` whatever the table's size.  Sums are
+``DECIMAL(38,0)`` (exact up to 10^38, far above n·2^52); ``CAST(double AS
+BIGINT)`` truncates toward zero as the fixed-point rule needs.
 """
 
 from __future__ import annotations
@@ -29,11 +27,8 @@ DIALECT = Dialect(
     inf="CAST('Infinity' AS DOUBLE)",
     labels=1 << 10,
     fetch_cap=20_000,
-    # two 64-bit sums (k DIV 2^26, k % 2^26: exact below 2^37 rows) instead of one
-    # DECIMAL(38,0) sum, which Spark adds as a BigDecimal per row
-    exact_sum="split",
-    int_div="{a} DIV {b}",
-    sum_cast="CAST({k} AS DECIMAL(38,0))",  # from 2^37 rows on (exact up to 10^38)
+    sum_cast="CAST({k} AS DECIMAL(38,0))",
+    int_div="{a} DIV {b}",  # integer division, for a "split" exact sum
 )
 
 _views = itertools.count()
