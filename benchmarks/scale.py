@@ -490,6 +490,8 @@ def write(res: dict) -> None:
                       f"time, {duck['peak_rss_mb'] / mem['peak_rss_mb']:.2f}× the peak RSS."]
     if res["skipped"]:
         lines += ["", "## Skipped", ""] + [f"- {s}" for s in res["skipped"]]
+    if res.get("notes"):
+        lines += ["", "## Notes", ""] + [f"- {s}" for s in res["notes"]]
     lines += ["", "Spark peak memory is the JVM's and is not measured here; the driver "
               "collects only aggregates (it runs with `spark.driver.maxResultSize=1m`).", ""]
     (OUT / "scale.md").write_text("\n".join(lines))
