@@ -115,6 +115,11 @@ def test_spark_frame_and_table_give_the_same_bytes(expected, spark):
     with Session("records_t", PureDP(1.0), spark=spark) as s:  # a table name: one release
         r = s.release_statistic("count", "v", epsilon=1.0, rng=simulation(11))
     assert _json(r) == expected["count"]
+    flags = [1.0, 0.0, 1.0, -0.0, 1.0]  # the ratio's two counts from the flag histogram
+    want = out_of_core_mechanism("ratio", 1.0).release(np.array(flags), rng=simulation(11))
+    with Session(spark.createDataFrame([(v,) for v in flags], "v double"), PureDP(1.0)) as s:
+        r = s.release_statistic("ratio", "v", epsilon=1.0, rng=simulation(11))
+    assert _json(r) == _json(want)
 
 
 # -- analyst mode on a backend ---------------------------------------------------------

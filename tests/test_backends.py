@@ -143,6 +143,46 @@ def test_duckdb_and_sqlite_equal_the_reference_bit_for_bit(tmp_path, name):
         assert probe(lite, "v") == want
 
 
+def test_clamped_sum_by_parts_and_by_clamp_agree(tmp_path, monkeypatch):
+    """Both SQL forms of the exact clamped sum (a per-row clamp, or the rows inside the
+    bounds plus the counts below and above) give the reference's (n, S) on DuckDB and
+    SQLite, under both missing-value policies."""
+    from backend_cases import SUM_BOUNDS
+
+    name = "mixed"
+    parts = ["missing", "infinite", "huge", "subnormal", "signed_zero", "at_bounds", "random"]
+    monkeypatch.setitem(CASES, name, [v for p in parts for v in CASES[p]])
+    x = as_array(name)
+    sources = [open_source(_parquet_file(tmp_path, name)),
+               open_source(_sqlite_file(tmp_path, name), table="t")]
+    for src in sources:
+        for by_parts in (True, False):
+            src.engine.dialect = dataclasses.replace(src.engine.dialect, sum_by_parts=by_parts)
+            for (lo, hi), shift, missing in [(b, sh, m) for b in SUM_BOUNDS
+                                             for sh in (False, True) for m in ("drop", 0.75)]:
+                if shift and not math.isfinite(hi - lo):
+                    continue
+                got = src.count_and_sum("v", lo, hi, shift=shift, missing=missing)
+                assert got == ref.count_and_sum(x, lo, hi, shift, missing), (
+                    src.backend, by_parts, lo, hi, shift, missing)
+        src.close()
+
+
+def test_split_sum_falls_back_to_one_sum_when_its_parts_could_wrap(tmp_path, monkeypatch):
+    """From 2^37 rows the two 64-bit parts of a split exact sum could wrap: the engine sums
+    once more in its wide type (forced here by lowering the threshold)."""
+    from instancedp.backends import sql
+
+    x = as_array("random")
+    with open_source(_sqlite_file(tmp_path, "random"), table="t") as lite:
+        monkeypatch.setattr(sql, "_SPLIT_ROWS", 1)
+        statements = []
+        run = lite.engine.execute
+        lite.engine.execute = lambda q, p: statements.append(q) or run(q, p)
+        assert lite.count_and_sum("v", -2.0, 2.0) == ref.count_and_sum(x, -2.0, 2.0)
+        assert len(statements) == 2 and "%" not in statements[1]
+
+
 @pytest.mark.parametrize("labels, cap", [(2, 1), (4, 3), (16, 8)])
 def test_rank_window_refinement_rounds_agree(tmp_path, labels, cap):
     """Force several counting rounds (and the engine-sort fallback) on a small table."""

@@ -53,8 +53,9 @@ def test_spark_table_name_and_sql(spark):
 def test_a_million_rows_with_a_one_megabyte_driver_limit(spark):
     """Nothing pulled whole: releases pass under spark.driver.maxResultSize=1m.
 
-    The median runs on its default 4,097-cell candidate grid and the mean on the
-    exact fixed-point sum; both records equal the in-memory release's bytes."""
+    The median is its default, the exponential mechanism drawn in stages from a
+    window of order statistics, and the mean reads the exact fixed-point sum;
+    both records equal the in-memory release's bytes."""
     import json
 
     from instancedp.random import simulation

@@ -664,7 +664,8 @@ class Session:
             return False
         extra = {k for k, v in options.items()
                  if v is not None and k not in ("bounds", "quantile", "resolution")}
-        default = {"median": "exponential", "quantile": "exponential", "mean": "sum-count"}
+        default = {"median": "exponential", "quantile": "exponential", "mean": "sum-count",
+                   "ratio": "ksw"}
         if options.get("mechanism") in (None, default.get(stat, "laplace")):
             extra.discard("mechanism")
         return (stat in OUT_OF_CORE and sql is None and not extra
@@ -743,7 +744,8 @@ class Session:
             params = {**params, "input_policy": policy}
         charge = self._charge(guarantee, _mechanism_name(mechanism), params, convert_delta)
         try:
-            release = release_from_source(mechanism, src, column, rng, missing="drop")
+            release = release_from_source(mechanism, src, column, rng, missing="drop",
+                                          policy=policy)
         except Exception:
             self._mark(charge.id, "failed")
             if self.analyst:  # the cause may depend on the rows

@@ -27,12 +27,17 @@ statistic      out-of-core mechanism and the aggregate it reads
                (:class:`~instancedp.mechanisms.quantile.PieceSet`); with a
                public ``resolution``, the exponential mechanism on that
                candidate grid (:class:`CandidateQuantile`, ``histogram``)
+``ratio``     the share of ones among 0/1 flags (:class:`~instancedp.mechanisms.ratio.
+               PrivateRatio`, every method): two counts, from one ``histogram``
+               whose cells isolate exactly 0 and exactly 1
 =============  =================================================================
 
-Other statistics need more than these aggregates: on a database or Spark they
-are refused from the request (``ParameterError``, "not available out of
-core"); a local Parquet/CSV file is read into memory for them (the in-memory
-path, as before).
+Other statistics (:data:`IN_MEMORY_ONLY`: the trimmed mean, min, max and
+several quantiles) read the whole sorted column — their smooth sensitivities
+range over every order statistic, the joint quantiles over every gap — so on
+a database or Spark they are refused from the request (``ParameterError``,
+"not available out of core", naming the in-memory path); a local Parquet/CSV
+file is read into memory for them (the in-memory path, as before).
 """
 
 from __future__ import annotations
@@ -67,7 +72,10 @@ __all__ = [
 ]
 
 #: statistics released from a backend's aggregates
-OUT_OF_CORE = ("count", "sum", "mean", "median", "quantile")
+OUT_OF_CORE = ("count", "sum", "mean", "median", "quantile", "ratio")
+#: the Session's other statistics need the whole sorted column (smooth sensitivity over
+#: every order statistic, all the gaps of several quantiles): released in memory only
+IN_MEMORY_ONLY = ("trimmed-mean", "min", "max", "quantiles")
 #: cells of the default candidate grid (the log chart, see :class:`CandidateQuantile`)
 DEFAULT_CELLS = 4096
 #: largest candidate grid (a histogram of this many cells is one small aggregate)
@@ -276,10 +284,12 @@ def out_of_core_mechanism(
     if stat not in OUT_OF_CORE or used:
         what = f"statistic={statistic!r}" if stat not in OUT_OF_CORE else (
             ", ".join(f"{k}=" for k in used))
+        why = (" (it reads the whole sorted column)" if stat in IN_MEMORY_ONLY else "")
         raise ParameterError(
-            f"{what} is not available out of core (a database, Spark or a data file "
-            f"releases {', '.join(OUT_OF_CORE)} from aggregates): read the column into "
-            "memory first and pass the array",
+            f"{what} is not available out of core{why}; a database, Spark or a data file "
+            f"releases {', '.join(OUT_OF_CORE)} from aggregates: release it in memory "
+            "instead (read the column into a numpy array or pandas Series and pass that "
+            "to Session)",
             parameter="statistic" if stat not in OUT_OF_CORE else next(iter(used)),
             allowed=", ".join(OUT_OF_CORE),
         )
@@ -308,6 +318,9 @@ def out_of_core_mechanism(
             "resolution applies to medians and quantiles", parameter="resolution",
             allowed="None",
         )
+    if stat == "ratio":  # every method reads the two counts only
+        return build_mechanism(stat, epsilon, delta, mechanism=mechanism, bounds=bounds,
+                               neighbours=neighbours)
     default = {"count": "laplace", "sum": "laplace", "mean": "sum-count"}[stat]
     if mechanism not in (None, default):
         raise ParameterError(
@@ -331,20 +344,57 @@ def _sum_value(total: int, lower: float, upper: float, shift: bool) -> float:
     return fixed_point_value(total, fixed_point_exponent(lower, upper, shift=shift))
 
 
+#: cells isolating exactly 0 (cell 1: [0, 5e-324)) and exactly 1 (cell 3: [1, 1 + 2^−52))
+_FLAG_EDGES = (-1.7976931348623157e308, 0.0, 5e-324, 1.0, 1.0000000000000002,
+               1.7976931348623157e308)
+
+
+def flag_counts(source: Any, column: str | None, missing: Any = "drop") -> tuple[int, int, int]:
+    """(ones, zeros, others) of a column of 0/1 flags, exactly, from one histogram.
+
+    −0.0 is a zero (the histogram normalises it), ±inf are others."""
+    h = source.histogram(column, _FLAG_EDGES, missing=missing)
+    ones, zeros = int(h[3]), int(h[1])
+    return ones, zeros, int(h.sum()) - ones - zeros
+
+
+def _ratio_counts(source: Any, column: str | None, missing: Any,
+                  policy: dict[str, Any] | None) -> tuple[int, int]:
+    """(a, b) as :class:`~instancedp.queries.counts.Ratio` reads them: owner mode refuses
+    values other than 0 and 1; the analyst policy drops them and adds its public row."""
+    ones, zeros, others = flag_counts(source, column, missing)
+    if policy is None:
+        if others:
+            raise ParameterError(
+                f"data must be 0/1 flags (one per user); {others} value(s) are not 0 or 1")
+        return ones, ones + zeros
+    pad = policy.get("added_public_row")
+    extra = [] if pad is None else [float(pad)]
+    return ones + extra.count(1.0), ones + zeros + sum(v in (0.0, 1.0) for v in extra)
+
+
 def release_from_source(
-    mechanism: Any, source: Any, column: str | None, rng: Any = None, *, missing: Any = "drop"
+    mechanism: Any, source: Any, column: str | None, rng: Any = None, *, missing: Any = "drop",
+    policy: dict[str, Any] | None = None,
 ) -> Any:
     """Release ``mechanism`` (from :func:`out_of_core_mechanism`) on ``source``'s aggregates.
 
     The draw is the mechanism's own (``_draw`` / the same Laplace draws as its
     ``release``), so the record equals ``mechanism.release(column_array)``'s
-    for the same rows and seed."""
+    for the same rows and seed.  ``policy``: the analyst mode's input policy
+    (:func:`~instancedp.session.analyst_policy`), which the engines apply as they
+    read (drop NULL/NaN, clamp to the bounds; for flags, drop other values and add
+    its public row)."""
     from .mechanisms.global_noise import LaplaceMechanism
     from .mechanisms.quantile import ExponentialQuantile
+    from .mechanisms.ratio import PrivateRatio
     from .mechanisms.sum_count import NoisySumOverCount
     from .queries.counts import Count, Sum
 
     rs = resolve(rng)
+    if isinstance(mechanism, PrivateRatio):
+        state = _ratio_counts(source, column, missing, policy)
+        return mechanism._record(mechanism._draw(state, rs, None), rs)
     if isinstance(mechanism, ExponentialQuantile) and mechanism.base != "grid":
         lo, hi = mechanism.lower, mechanism.upper
         pieces = mechanism.pieces(

@@ -21,7 +21,7 @@ from .sql import Dialect, SQLEngine
 
 __all__ = ["DIALECT", "connect"]
 
-DIALECT = Dialect(name="duckdb")
+DIALECT = Dialect(name="duckdb", sum_by_parts=True)
 
 _READERS = {".parquet": "read_parquet", ".pq": "read_parquet", ".csv": "read_csv",
             ".tsv": "read_csv", ".json": "read_json_auto", ".jsonl": "read_json_auto"}

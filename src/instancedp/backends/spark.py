@@ -28,6 +28,7 @@ DIALECT = Dialect(
     labels=1 << 10,
     fetch_cap=20_000,
     sum_cast="CAST({k} AS DECIMAL(38,0))",
+    int_div="{a} DIV {b}",  # integer division, for a "split" exact sum
 )
 
 _views = itertools.count()

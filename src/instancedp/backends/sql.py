@@ -58,10 +58,13 @@ class Dialect:
     labels: int = 1 << 14  # B: labels per refinement round
     fetch_cap: int = 1 << 17  # rows fetched sorted once a range holds at most this many
     exact_sum: str = "single"  # "single": SUM(k) is exact; "split": two 64-bit sums
+    int_div: str = "{a} / {b}"  # integer division truncating toward zero (for "split")
     # Test |y| < 2^−s before scaling: only for engines that raise on underflow (PostgreSQL);
     # elsewhere trunc(y·2^s) of such a y is 0 anyway.
     underflow_guard: bool = False
     sum_cast: str = "{k}"
+    # count_and_sum as rows inside the bounds plus counts below/above (no per-row clamp)
+    sum_by_parts: bool = False
 
     def quote(self, name: str) -> str:
         q = self.quote_char
@@ -78,6 +81,7 @@ class Dialect:
 
 
 _MAX_PIECES = 64
+_SPLIT_ROWS = 1 << 37  # the two 64-bit partial sums of a "split" exact sum are exact below
 _MAX_LABELS_PER_EDGE = 16
 
 
@@ -251,37 +255,90 @@ class SQLEngine:
         sql = f"SELECT COUNT(*) FROM {self._values(column, missing, params)}"
         return int(self._one(sql, params)[0])
 
+    def _units(self, y: str, s: int, p: list) -> str:
+        """SQL for k = trunc(y·2^s) as an integer (the fixed-point rule of ``numpy.py``)."""
+        d = self.dialect
+        scaled, rest = y, s
+        if s > 1000:  # 2^s overflows a double; two exact steps
+            scaled, rest = f"({scaled} * {d.lit(math.ldexp(1.0, 1000), p)})", s - 1000
+        k = d.int_cast.format(e=f"({scaled} * {d.lit(math.ldexp(1.0, rest), p)})")
+        if d.underflow_guard:
+            k = f"CASE WHEN abs({y}) < {d.lit(math.ldexp(1.0, -s), p)} THEN 0 ELSE {k} END"
+        return k
+
+    def _sum_terms(self, k: str, split: bool = True) -> tuple[str, Callable[[Sequence], int]]:
+        """Select-list text summing k exactly, and the function that reads its columns."""
+        if split and self.dialect.exact_sum == "split":
+            q = 1 << 26
+            high = self.dialect.int_div.format(a=k, b=q)
+            return (f"SUM({high}), SUM({k} % {q})",
+                    lambda r: (int(r[0] or 0) << 26) + int(r[1] or 0))
+        return f"SUM({self.dialect.sum_cast.format(k=k)})", lambda r: int(r[0] or 0)
+
     def count_and_sum(
         self, column: str | None, lo: float, hi: float, shift: bool = False,
         missing: ref.Missing = "drop",
     ) -> tuple[int, int]:
-        d = self.dialect
         lo, hi = ref.check_bounds(lo, hi)
         s = ref.fixed_point_exponent(lo, hi, shift)
+        if self.dialect.sum_by_parts:
+            return self._count_and_sum_by_parts(column, lo, hi, shift, missing, s)
         p: list = []
         src = self._clamped(column, lo, hi, missing, p)
-        y = f"x - {d.lit(lo, p)}" if shift else "x"
-        rows = f"(SELECT {y} AS y FROM {src}) AS z"
-        scaled = "y"
-        rest = s
-        if s > 1000:  # 2^s overflows a double; two exact steps
-            scaled = f"({scaled} * {d.lit(math.ldexp(1.0, 1000), p)})"
-            rest = s - 1000
-        scaled = f"({scaled} * {d.lit(math.ldexp(1.0, rest), p)})"
-        k = d.int_cast.format(e=scaled)
-        if d.underflow_guard:
-            k = f"CASE WHEN abs(y) < {d.lit(math.ldexp(1.0, -s), p)} THEN 0 ELSE {k} END"
-        src = rows
-        if d.exact_sum == "split":
-            q = 1 << 26
-            sql = (f"SELECT COUNT(*), SUM(k / {q}), SUM(k % {q}) "
-                   f"FROM (SELECT {k} AS k FROM {src}) AS t")
-            n, high, low = self._one(sql, p)
-            return int(n), (int(high or 0) << 26) + int(low or 0)
-        total_k = d.sum_cast.format(k="k")
-        sql = f"SELECT COUNT(*), SUM({total_k}) FROM (SELECT {k} AS k FROM {src}) AS t"
-        n, total = self._one(sql, p)
-        return int(n), int(total or 0)
+        y = f"x - {self.dialect.lit(lo, p)}" if shift else "x"
+        k = self._units("y", s, p)
+        split = True
+        while True:
+            terms, read = self._sum_terms("k", split)
+            sql = (f"SELECT COUNT(*), {terms} FROM (SELECT {k} AS k FROM "
+                   f"(SELECT {y} AS y FROM {src}) AS z) AS t")
+            row = self._one(sql, p)
+            if not (split and self.dialect.exact_sum == "split" and int(row[0]) >= _SPLIT_ROWS):
+                return int(row[0]), read(row[1:])
+            split = False  # the 64-bit parts could wrap: sum once more in sum_cast
+
+    def _count_and_sum_by_parts(
+        self, column: str | None, lo: float, hi: float, shift: bool, missing: ref.Missing,
+        s: int,
+    ) -> tuple[int, int]:
+        """(n, S) without a per-row clamp: S = Σ_{lo ≤ x ≤ hi} k(x) + b·k(lo) + a·k(hi)
+        (+ m·k(clamp(fill)) under a fill policy), b and a the rows below and above.
+
+        The rows inside the bounds are exactly those the clamp leaves unchanged
+        (fl(x − lo) is the same subtraction the clamped path makes), so the
+        parts add up to the clamped sum bit for bit.  Two filtered aggregates
+        in one statement: the comparisons run inside the engine's scan, where
+        DuckDB skips Parquet row groups by their min/max (data inside the
+        bounds cost no second pass).  NaN is greater than +inf in DuckDB,
+        PostgreSQL and Spark (and NULL in SQLite), so ``x ≤ +inf`` drops it.
+        """
+        d = self.dialect
+        missing = ref.check_missing(missing)
+        p: list = []
+        v = f"CAST({self._col(column)} AS {d.double})"
+        lo_, hi_, inf = d.lit(lo, p), d.lit(hi, p), d.lit(math.inf, p)
+        # fl(v − 0.0) = v for every non-NaN v (−0.0 and 0.0 both give k = 0)
+        y = f"({v} - {lo_})" if shift and lo != 0.0 else v
+        terms, read = self._sum_terms(self._units(y, s, p))
+        inside = (f"SELECT COUNT(*), {terms} FROM {self.relation} "
+                  f"WHERE {v} >= {lo_} AND {v} <= {hi_}")
+        if missing == "drop":
+            where = f"{v} < {lo_} OR ({v} > {hi_} AND {v} <= {inf})"
+        else:  # NULL and NaN rows too (NaN > hi, or NULL in SQLite)
+            where = f"{v} < {lo_} OR {v} > {hi_} OR {v} IS NULL"
+        outside = (f"SELECT COUNT(*) AS o, SUM(CASE WHEN {v} < {lo_} THEN 1 ELSE 0 END) AS b, "
+                   f"SUM(CASE WHEN {v} > {hi_} AND {v} <= {inf} THEN 1 ELSE 0 END) AS a "
+                   f"FROM {self.relation} WHERE {where}")
+        row = self._one(f"SELECT * FROM ({inside}) AS i CROSS JOIN ({outside}) AS o", p)
+        n_in, total = int(row[0]), read(row[1:-3])
+        n_out, below, above = (int(c or 0) for c in row[-3:])
+        fill = n_out - below - above  # rows under the fill policy (0 when dropped)
+
+        def k(t: float) -> int:  # one row's term, by the reference's own rule
+            return ref.count_and_sum(np.array([t]), lo, hi, shift)[1]
+
+        total += below * k(lo) + above * k(hi) + (fill * k(missing) if fill else 0)
+        return n_in + n_out, total
 
     def exact_clamped_sum(self, column, lo, hi, shift=False, missing="drop") -> int:
         return self.count_and_sum(column, lo, hi, shift, missing)[1]
