@@ -168,3 +168,83 @@ def test_grid_beats_continuous_on_ties():
     grid = JointQuantiles(query, 2.0, base="grid", resolution=1.0).sample(x, 10, simulation(6))
     cont = JointQuantiles(query, 2.0).sample(x, 10, simulation(6))
     assert np.abs(grid - truth).mean() < 0.8 * np.abs(cont - truth).mean()
+
+
+# -- the recipe, the Session (with error bars), the CLI ----------------------------------
+def test_recipe_default_with_a_declared_resolution():
+    from instancedp.recipes import JOINT_MAX_LEVELS, build_mechanism, build_quantiles_mechanism
+
+    m = build_mechanism("quantiles", 1.0, quantiles=[0.25, 0.75], bounds=(0, 100),
+                        resolution=1)
+    assert isinstance(m, JointQuantiles) and m.base == "grid" and m.resolution == 1.0
+    assert build_quantiles_mechanism([0.5], 1.0, bounds=(0, 1), mechanism="joint",
+                                     resolution=0.5).base == "grid"
+    assert build_quantiles_mechanism([0.5], 1.0, bounds=(0, 1)).base == "uniform"
+    bad = [
+        ({"resolution": 1}, "resolution"),  # no bounds
+        ({"bounds": (0, 1), "resolution": -1}, "resolution"),
+        ({"bounds": (0, 1), "resolution": 1, "mechanism": "recursive"}, "resolution"),
+        ({"bounds": (0, 1), "resolution": 1, "mechanism": "independent"}, "resolution"),
+    ]
+    for kwargs, parameter in bad:
+        with pytest.raises(ParameterError) as exc:
+            build_quantiles_mechanism([0.5], 1.0, **kwargs)
+        assert exc.value.parameter == parameter
+    qs = np.linspace(0.01, 0.99, JOINT_MAX_LEVELS + 1)
+    with pytest.raises(ParameterError) as exc:
+        build_quantiles_mechanism(qs, 1.0, bounds=(0, 1), resolution=0.1)
+    assert exc.value.parameter == "resolution"
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "substitution"])
+def test_session_release_on_the_grid_with_intervals(relation):
+    from instancedp import Session
+    from instancedp.privacy import PureDP
+
+    x = np.rint(np.random.default_rng(1).normal(50, 10, 400))
+    s = Session(x, PureDP(10.0), neighbours=relation)
+    r = s.release_statistic("quantiles", quantiles=[0.25, 0.5, 0.75], epsilon=2.0,
+                            bounds=(0, 100), resolution=1, ci=0.9, rng=simulation(4))
+    out = np.asarray(r.value)
+    assert r.mechanism == "joint_quantiles" and r.parameters["base"] == "grid"
+    assert r.parameters["resolution"] == 1.0 and np.all(out == np.round(out))
+    assert np.all(np.diff(out) >= 0) and len(r.ci) == 3
+    assert float(s.spent.epsilon) == pytest.approx(2.0) and len(s.history()) == 1
+
+
+def test_cli_resolution_for_quantiles(tmp_path):
+    import json
+
+    from cli_support import cli
+
+    f = tmp_path / "x.csv"
+    f.write_text("x\n" + "\n".join(str(v) for v in range(40)) + "\n")
+    r = cli("release", f, "--owner", "--statistic", "quantiles", "--quantiles", "0.25", "0.75",
+            "--epsilon", "1", "--bounds", "0", "100", "--resolution", "1", "--seed", "1",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["parameters"]["base"] == "grid" and rec["parameters"]["resolution"] == 1.0
+    assert all(v == int(v) for v in rec["value"])
+
+
+def test_analyst_neighbours_same_record_except_the_value(tmp_path):
+    """A row added (also at a bound, out of range, unreadable): only the value changes."""
+    from instancedp import Session
+    from instancedp.privacy import PureDP
+
+    def record(rows, tag):
+        f = tmp_path / f"{tag}.csv"
+        f.write_text("v\n" + "".join(f"{r}\n" for r in rows))
+        led = tmp_path / f"{tag}.db"
+        Session(None, PureDP(100.0), ledger=led).close()
+        with Session(f, ledger=led, analyst=True) as s:
+            d = s.release_statistic("quantiles", "v", quantiles=[0.1, 0.5, 0.9], epsilon=1.0,
+                                    bounds=(0, 10), resolution=0.5, rng=simulation(3)).to_dict()
+        value = d.pop("value")
+        assert value == sorted(value) and all(2 * v == int(2 * v) for v in value)
+        return d
+
+    for i, (rows, added) in enumerate([([], "10"), (["5"], "5"), (["0", "10"], "1e308"),
+                                       (["3", "3"], "NA")]):
+        assert record(rows, f"a{i}") == record(rows + [added], f"b{i}")
