@@ -81,9 +81,10 @@ s·#{g(x) < k} + t·#{g(x) = k} chart rows.  So u′/s = −Σ_j |F(o_j) − F(o
 w_j·n| with F(k, t) = #{g < k} + (t/s)·#{g = k}: the published utility in which a
 run of tied rows at c_k may count below an output c_k in steps of 1/s of the
 run — a release c_k scores well when the target rank falls inside the run of
-rows equal to c_k, as the peers' candidate scores do.  (s = 0 rows inside a
-cell would give F(k, ·) = #{g < k}: the published utility at c_k, under which
-a tie never scores inside its run — the measured reason to spread.)  The law
+rows equal to c_k, as the peers' candidate scores do.  (Rows put on the cell
+edges instead, ψ(x) = #{k : c_k ≤ x}, give F(k, ·) = #{g < k}: the published
+utility at c_k, whose law is the continuous one rounded up to the grid — a
+tie never scores inside its run, the reason to spread.)  The law
 of the sorted sub-cell vector is the exponential mechanism with the data-free
 base measure Π_runs (1/(s + 1))^r / r! (r equal sub-cells; the sorted simplex
 of a product of sub-cells) — the law of the release is its push-forward.
