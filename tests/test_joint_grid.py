@@ -99,7 +99,7 @@ def test_grid_sampler_law_chi_square():
     mech = JointQuantiles(Quantiles(qs, 0.0, 4.0), eps, base="grid", resolution=1.0,
                           spread=spread)
     law, _ = brute_grid_law(x, qs, 0.0, 4.0, 1.0, spread, eps, float(mech.sensitivity))
-    draws = mech.sample(x, 800, simulation(3))
+    draws = mech.sample(x, 400, simulation(3))
     counts: dict[tuple, int] = {}
     for row in draws:
         counts[tuple(row)] = counts.get(tuple(row), 0) + 1
