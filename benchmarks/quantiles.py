@@ -58,6 +58,11 @@ from instancedp.random import simulation
 ROOT = Path(__file__).resolve().parent.parent
 #: the joint mechanism on the log chart (base="log"; same utility, another base measure)
 JOINT_LOG = "joint, log chart"
+#: the joint mechanism on the column's declared resolution (base="grid")
+JOINT_GRID = "joint, declared resolution"
+#: declared resolutions (public: a type or a scale, never read from the rows): the
+#: elevations are integers, the closing prices have two decimals; normal declares none
+RESOLUTION = {"integers": 1.0, "goog": 0.01, "elevation": 1.0}
 OUT = ROOT / "docs" / "results"
 
 PEER_CODE = {
@@ -124,6 +129,9 @@ def load_dataset(name: str) -> tuple[np.ndarray | None, tuple[float, float], str
     """(pool of values or None for synthetic, public bounds, description)."""
     if name == "normal":
         return None, (-10.0, 10.0), "N(0, 1), a fresh sample per trial, bounds [−10, 10]"
+    if name == "integers":
+        return None, (0.0, 2000.0), ("round(N(500, 100)): synthetic integers (ties), a fresh "
+                                     "sample per trial, bounds [0, 2000], declared resolution 1")
     if name == "goog":
         import csv
         from importlib.resources import files
@@ -154,7 +162,10 @@ def load_dataset(name: str) -> tuple[np.ndarray | None, tuple[float, float], str
     raise ValueError(name)
 
 
-def draw_data(pool: np.ndarray | None, n: int, gen: np.random.Generator) -> np.ndarray:
+def draw_data(pool: np.ndarray | None, n: int, gen: np.random.Generator,
+              name: str = "normal") -> np.ndarray:
+    if name == "integers":
+        return np.rint(gen.normal(500.0, 100.0, n))
     if pool is None:
         return gen.normal(0.0, 1.0, n)
     return gen.choice(pool, n, replace=n > pool.size)
@@ -219,12 +230,15 @@ def time_joint(n: int = 100_000, m: int = 19, reps: int = 3) -> dict:
     return out
 
 
-def run_block(dname: str, n: int, trials: int, log_chart: bool = False) -> dict:
+def run_block(dname: str, n: int, trials: int, log_chart: bool = False,
+              grid_only: bool = False) -> dict:
     """The instancedp mechanisms on one (dataset, n) block: rows, data and peer tasks
-    (``log_chart``: also the joint mechanism on the log chart)."""
+    (``log_chart``: also the joint mechanism on the log chart; the joint mechanism on
+    the declared resolution runs where the column declares one; ``grid_only``: only
+    that one — the same datasets, as the seeds depend on (n, name) only)."""
     pool, bounds, desc = load_dataset(dname)
     gen = np.random.default_rng([n, len(dname)])
-    data = [draw_data(pool, n, gen) for _ in range(trials)]
+    data = [draw_data(pool, n, gen, dname) for _ in range(trials)]
     rows, peer_tasks = [], []
     for eps in (0.5, 2.0):
         for m in (3, 9, 19):
@@ -242,6 +256,11 @@ def run_block(dname: str, n: int, trials: int, log_chart: bool = False) -> dict:
                     mechs[JOINT_LOG] = JointQuantiles(query, eps, base="log")
                 if rel == "add_remove":
                     mechs["independent ε/m"] = IndependentQuantiles(query, eps)
+                if dname in RESOLUTION:
+                    mechs[JOINT_GRID] = JointQuantiles(query, eps, base="grid",
+                                                       resolution=RESOLUTION[dname])
+                if grid_only:
+                    mechs = {k: v for k, v in mechs.items() if k == JOINT_GRID}
                 for label, mech in mechs.items():
                     t0 = time.perf_counter()
                     errs = []
@@ -380,6 +399,9 @@ def main(argv: list[str] | None = None) -> dict:
                     help="a line added to the report's notes (with --merge/--report-only)")
     ap.add_argument("--log-chart", action="store_true",
                     help="also run the joint mechanism on the log chart (base='log')")
+    ap.add_argument("--grid-only", action="store_true",
+                    help="run only the joint mechanism on the declared resolution (no peers, "
+                         "no timing) and put its rows into --out's saved JSON")
     args = ap.parse_args(argv)
     command = "benchmarks/quantiles.py " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.report_only or args.merge:
@@ -401,11 +423,30 @@ def main(argv: list[str] | None = None) -> dict:
         if (args.note or args.drop_note) and not args.merge:
             res["commands"] = commands_of(res) + [command]
         if args.merge:
-            order = {d: i for i, d in enumerate(("normal", "goog", "elevation"))}
+            order = {d: i for i, d in enumerate(("normal", "integers", "goog", "elevation"))}
             res["rows"].sort(key=lambda r: (order.get(r["dataset"], 9), r["n"], r["epsilon"],
                                             r["m"]))
             res["sign_tests"] = sign_tests(res["rows"])
             res["commands"] = res["commands"] + [command]
+        write(res, args.out)
+        return res
+    if args.grid_only:
+        res = json.loads((OUT / f"{args.out}.json").read_text())
+        t0 = time.perf_counter()
+        new = []
+        for d in args.datasets or list(RESOLUTION):
+            for n in args.ns or [1000, 10_000]:
+                new += run_block(d, n, args.trials or 20, grid_only=True)["rows"]
+                print(f"{d} n={n} done", file=sys.stderr, flush=True)
+        keys = {(r["dataset"], r["n"], r["method"]) for r in new}
+        res["rows"] = [r for r in res["rows"]
+                       if (r["dataset"], r["n"], r["method"]) not in keys] + new
+        order = {d: i for i, d in enumerate(("normal", "integers", "goog", "elevation"))}
+        res["rows"].sort(key=lambda r: (order.get(r["dataset"], 9), r["n"], r["epsilon"],
+                                        r["m"]))
+        res["sign_tests"] = sign_tests(res["rows"])
+        res["seconds"] += time.perf_counter() - t0
+        res["commands"] = commands_of(res) + [command]
         write(res, args.out)
         return res
     if args.retime:
@@ -533,7 +574,8 @@ def goal_rows(rows: list[dict]) -> list[str]:
     """Markdown rows: joint (uniform, then log chart) ÷ the better peer per (data, n, ε),
     for m = 3 and m = 9."""
     best: dict[tuple, float] = {}
-    joint: dict[str, dict[tuple, float]] = {"joint (GJK 2021)": {}, JOINT_LOG: {}}
+    joint: dict[str, dict[tuple, float]] = {"joint (GJK 2021)": {}, JOINT_GRID: {},
+                                            JOINT_LOG: {}}
     for r in rows:
         if r["relation"] != "add_remove" or r["m"] not in (3, 9):
             continue
@@ -617,11 +659,14 @@ def write(res: dict, name: str) -> None:
             "",
             "Joint mechanism's mean error ÷ the better of OpenDP and Tumult at ε/m each "
             "(goal: ≤ 1.0× on quartiles, ≤ 0.5× on deciles, every cell); uniform base "
-            "measure (the default) and the log chart.",
+            "measure (the default without a declared resolution), on the column's declared "
+            "resolution (base 'grid', the default with one; – where the column declares "
+            "none) and the log chart.",
             "",
-            "| data | n | ε | quartiles (m = 3) | deciles (m = 9) | quartiles, log chart | "
+            "| data | n | ε | quartiles (m = 3) | deciles (m = 9) | quartiles, declared "
+            "resolution | deciles, declared resolution | quartiles, log chart | "
             "deciles, log chart |",
-            "|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|",
             *goal,
             "",
         ]

@@ -466,8 +466,9 @@ def release(
     resolution: Annotated[
         float | None,
         typer.Option(
-            help="Median/quantile: the column's declared resolution (1 for an integer "
-            "column), never read from the rows; the release lands on lower + k·resolution. "
+            help="Median/quantile/quantiles: the column's declared resolution (1 for an "
+            "integer column), never read from the rows; the release lands on lower + "
+            "k·resolution. "
             "From a database, Spark or Parquet it is the candidate grid's step (default: a "
             "4,097-point log grid over the bounds)."
         ),

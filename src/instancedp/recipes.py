@@ -380,7 +380,7 @@ def build_mechanism(
             if value is not None:
                 raise ParameterError(
                     f"{option} does not apply to statistic 'quantiles' (its options: "
-                    "quantiles, bounds, mechanism)", parameter=option,
+                    "quantiles, bounds, mechanism, resolution)", parameter=option,
                 )
         if d is not None:
             raise ParameterError(
@@ -388,7 +388,8 @@ def build_mechanism(
                 parameter="delta",
             )
         return build_quantiles_mechanism(
-            quantiles, eps, mechanism=mechanism, bounds=bounds, neighbours=rel
+            quantiles, eps, mechanism=mechanism, bounds=bounds, neighbours=rel,
+            resolution=resolution,
         )
     if mechanism is None and (noise is not None or gamma is not None):
         mechanism = "smooth"  # options that only the smooth mechanism takes imply it
@@ -535,7 +536,7 @@ def build_mechanism(
     return M.BoundedLocalSensitivity(query, None, eps / 2, eps / 2, d)
 
 
-def default_quantiles_mechanism(m: int, *, bounded: bool) -> str:
+def default_quantiles_mechanism(m: int, *, bounded: bool, resolution: bool = False) -> str:
     """The several-quantile mechanism used when none is named (public inputs only).
 
     No bounds: ``unbounded`` (m bound-free quantiles at ε/m; the joint and
@@ -545,11 +546,23 @@ def default_quantiles_mechanism(m: int, *, bounded: bool) -> str:
     docs/results/quantiles.md under both relations, with the recursive
     algorithm (Kaplan, Schnapp & Stemmer 2022) close on large n — and the
     recursive algorithm above it, where the joint pass's O(m²·n) time grows.
-    Neither ε nor n enters the choice.
+    With a declared ``resolution`` the joint mechanism runs on its grid (more
+    accurate than the continuous base on the synthetic integer column of
+    docs/results/quantiles.md; ties release exactly); above
+    :data:`JOINT_MAX_LEVELS` levels a resolution is refused (the recursive
+    algorithm has no grid base).  Neither ε nor n enters the choice.
     """
     if not bounded:
         return "unbounded"
-    return "joint" if m <= JOINT_MAX_LEVELS else "recursive"
+    if m <= JOINT_MAX_LEVELS:
+        return "joint"
+    if resolution:
+        raise ParameterError(
+            f"resolution applies to at most {JOINT_MAX_LEVELS} quantiles (the joint "
+            "mechanism's grid base); leave resolution unset for more levels",
+            parameter="resolution",
+        )
+    return "recursive"
 
 
 def build_quantiles_mechanism(
@@ -559,13 +572,17 @@ def build_quantiles_mechanism(
     mechanism: str | None = None,
     bounds: tuple[float, float] | None = None,
     neighbours: str = "add_remove",
+    resolution: float | None = None,
 ) -> Any:
     """A validated several-quantile mechanism: one release, one charge, a sorted vector.
 
     ``quantiles``: the levels, strictly increasing in [0, 1] ((0, 1) without
     bounds); ``mechanism``: ``joint``, ``recursive``, ``independent``,
     ``unbounded`` (or their registry keys ``<name>_quantiles``); None = the
-    public default (:func:`default_quantiles_mechanism`).
+    public default (:func:`default_quantiles_mechanism`).  ``resolution``: the
+    column's declared resolution (never inferred from the rows), with bounds:
+    the joint mechanism then releases on the grid lower + k·resolution
+    (``JointQuantiles(base="grid")``).
     """
     from .mechanisms.independent_quantiles import IndependentQuantiles
     from .mechanisms.joint_quantiles import JointQuantiles
@@ -591,8 +608,19 @@ def build_quantiles_mechanism(
             str(exc).replace("qs must", "quantiles must"), parameter="quantiles",
             allowed="strictly increasing levels in [0, 1]",
         ) from None
+    if resolution is not None:
+        if bounds is None:
+            raise ParameterError(
+                "resolution needs public bounds (the grid is lower + k·resolution)",
+                parameter="resolution", allowed="None when bounds is None",
+            )
+        try:
+            resolution = _validate.finite_positive(resolution, "resolution")
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(str(exc), parameter="resolution", allowed="finite > 0") from None
     if mechanism is None:
-        name = default_quantiles_mechanism(len(levels), bounded=bounds is not None)
+        name = default_quantiles_mechanism(len(levels), bounded=bounds is not None,
+                                           resolution=resolution is not None)
     else:
         name = str(mechanism).lower().replace("-", "_").removesuffix("_quantiles")
         if name not in QUANTILES_MECHANISMS:
@@ -613,6 +641,13 @@ def build_quantiles_mechanism(
     lo, hi = public_bounds(bounds, f"mechanism {name!r}", " (or leave mechanism unset for "
                            "bound-free quantiles)")
     query = Quantiles(levels, lo, hi, neighbours=rel)
+    if resolution is not None:
+        if name != "joint":
+            raise ParameterError(
+                f"resolution applies to mechanism 'joint' only, not {name!r}",
+                parameter="resolution",
+            )
+        return JointQuantiles(query, eps, base="grid", resolution=resolution)
     cls = {"joint": JointQuantiles, "recursive": RecursiveQuantiles,
            "independent": IndependentQuantiles}[name]
     return cls(query, eps)

@@ -60,6 +60,42 @@ exponential mechanism with the base measure of density ∝ 1/(s + |t|) in
 place of Lebesgue measure: an interval between two rows gets mass by its
 φ-length, so a loose bound's empty end costs ∝ log(width), not ∝ width.  The
 sampler is the exact one above on the φ-rows; the exact check runs there.
+
+**The grid base** (``base="grid"``, a declared ``resolution`` r > 0): outputs on
+the public grid c_k = lower + k·r ≤ upper, k = 0 … K − 1 (the single quantile's
+grid, :func:`~instancedp.mechanisms.quantile.grid_count`).  Each row x is mapped
+to its nearest grid point g(x) (:func:`~instancedp.mechanisms.quantile.grid_index`,
+a row-local public map) and then to s = ``spread`` chart rows
+g(x) + i/(s + 1), i = 1 … s, in the chart [0, K]; the mechanism above runs on
+the s·n chart rows with utility sensitivity s·Δ, and a chart output o is
+released as c_⌊o⌋.
+
+*Privacy.*  Neighbouring tables map to tables that differ in the s chart rows
+of one row; s single-row steps move the chart utility u′ by at most Δ each
+(the bound above holds for any one row), so |Δu′| ≤ s·Δ and the chart law
+exp(ε·u′/(2sΔ))/Z is ε-DP; o ↦ c_⌊o⌋ is post-processing.
+
+*What it releases.*  Split each cell [k, k + 1) into s + 1 sub-cells of length
+1/(s + 1); sub-cell (k, t) holds no chart row inside, and below it lie
+s·#{g(x) < k} + t·#{g(x) = k} chart rows.  So u′/s = −Σ_j |F(o_j) − F(o_{j−1}) −
+w_j·n| with F(k, t) = #{g < k} + (t/s)·#{g = k}: the published utility in which a
+run of tied rows at c_k may count below an output c_k in steps of 1/s of the
+run — a release c_k scores well when the target rank falls inside the run of
+rows equal to c_k, as the peers' candidate scores do.  (Rows put on the cell
+edges instead, ψ(x) = #{k : c_k ≤ x}, give F(k, ·) = #{g < k}: the published
+utility at c_k, whose law is the continuous one rounded up to the grid — a
+tie never scores inside its run, the reason to spread.)  The law
+of the sorted sub-cell vector is the exponential mechanism with the data-free
+base measure Π_runs (1/(s + 1))^r / r! (r equal sub-cells; the sorted simplex
+of a product of sub-cells) — the law of the release is its push-forward.
+
+*Exact sampling.*  Chart points are multiples of 1/(s + 1) below K, exact
+doubles when K·(s + 1) ≤ 2⁵² (checked); an interval between chart rows is a
+whole number of sub-cells, each inside one cell, so ⌊U⌋ for U uniform on it is
+the cell of a uniformly drawn sub-cell index (``RandomSource.integers``), and
+the r sorted uniforms of a run are r sorted independent indices.  The path draw
+is the exact one above.  Cost: the forward pass on s·n rows (s = 7 by default,
+chosen on a synthetic integer column: docs/results/quantiles.md).
 """
 
 from __future__ import annotations
@@ -78,6 +114,11 @@ from ..noise.exact import _LazyUniform
 from ..random import RandomSource
 from .quantiles import QuantilesMechanism, uniform_point
 
+#: base measures of the joint mechanism (module docstring)
+JOINT_BASES = ("uniform", "log", "grid")
+#: chart rows per row on the grid base (so that chart points are exact doubles)
+SPREADS = (1, 3, 7, 15, 31)
+DEFAULT_SPREAD = 7
 _TWO52 = 2.0**-52
 _EXP_REL = 2.0**-40  # 2^12 ulp: assumed bound on float64 exp/log1p relative error
 
@@ -362,43 +403,86 @@ class JointQuantiles(QuantilesMechanism):
     2·(1 − min_j w_j) under add/remove; proof in the module docstring), drawn
     exactly by certified rejection.  O(n log n + m²·n) per dataset (the sort,
     then the forward pass), then O(m·n) per draw.
+
+    ``base``: ``"uniform"`` (Lebesgue measure on [lower, upper]), ``"log"`` (the
+    log chart, scale ``log_scale``) or ``"grid"`` (releases on lower +
+    k·``resolution``, each row spread over ``spread`` chart rows inside its cell;
+    the cost is that of ``spread``·n rows).  Proofs in the module docstring.
     """
 
     name = "joint_quantiles"
 
     def __init__(self, query: Any, epsilon: float, *, base: str = "uniform",
-                 log_scale: float | None = None) -> None:
-        super().__init__(query, epsilon)
-        if base not in ("uniform", "log"):
-            from ..errors import ParameterError
+                 log_scale: float | None = None, resolution: float | None = None,
+                 spread: int = DEFAULT_SPREAD) -> None:
+        from .. import _validate
+        from ..errors import ParameterError
 
-            raise ParameterError(f"base must be 'uniform' or 'log', got {base!r}",
-                                 parameter="base", allowed="uniform, log")
+        super().__init__(query, epsilon)
+        if base not in JOINT_BASES:
+            raise ParameterError(f"base must be one of {', '.join(JOINT_BASES)}, got {base!r}",
+                                 parameter="base", allowed=", ".join(JOINT_BASES))
         self.base = base
         self.log_scale = None
         if base == "log":
-            from .. import _validate
-
             self.log_scale = (_validate.finite_positive(log_scale, "log_scale")
                               if log_scale is not None
                               else (self.query.upper - self.query.lower) * 1e-4)
+        self.resolution = self.spread = None
+        if base == "grid":
+            from .quantile import grid_count
+
+            if resolution is None:
+                raise ParameterError(
+                    "base='grid' needs the column's public resolution (e.g. 1 for integers)",
+                    parameter="resolution", allowed="> 0")
+            if spread not in SPREADS:
+                raise ParameterError(
+                    f"spread must be one of {', '.join(map(str, SPREADS))}, got {spread!r}",
+                    parameter="spread", allowed=", ".join(map(str, SPREADS)))
+            self.resolution = _validate.finite_positive(resolution, "resolution")
+            self.spread = int(spread)
+            # chart points are multiples of 1/(spread + 1) below grid_points: exact doubles
+            self.grid_points = grid_count(self.query.lower, self.query.upper, self.resolution,
+                                          limit=2**52 // (self.spread + 1))
+        elif resolution is not None:
+            raise ParameterError("resolution applies to base 'grid' only",
+                                 parameter="resolution")
 
     @property
     def sensitivity(self) -> Fraction:
         """The utility's sensitivity under the query's relation (public)."""
         return utility_sensitivity(self.query.qs, self.query.neighbours)
 
+    @property
+    def chart_sensitivity(self) -> Fraction:
+        """Sensitivity of the utility on the chart's rows: a row is ``spread`` chart
+        rows on the grid base, one elsewhere."""
+        return self.sensitivity * (self.spread or 1)
+
     def parameters(self) -> dict[str, Any]:
         p = {**super().parameters(), "base": self.base,
              "utility_sensitivity": float(self.sensitivity)}
         if self.log_scale is not None:
             p["log_scale"] = self.log_scale
+        if self.resolution is not None:
+            p["resolution"] = self.resolution
+            p["spread"] = self.spread
         return p
 
     def chart(self, x: np.ndarray) -> tuple[np.ndarray, float, float]:
         """(rows, lower, upper) in the coordinates the mechanism runs in: φ for the log
-        chart (monotone: sorted rows stay sorted), the identity otherwise."""
+        chart (monotone: sorted rows stay sorted); on the grid base, each row's
+        ``spread`` chart rows g + i/(spread + 1), i = 1 … spread, g its nearest grid
+        point, in [0, K] (sorted); the identity otherwise."""
         q = self.query
+        if self.base == "grid":
+            from .quantile import grid_index
+
+            g = grid_index(x, q.lower, self.resolution, self.grid_points).astype(np.float64)
+            k = self.spread
+            offsets = np.arange(1, k + 1, dtype=np.float64) / (k + 1)
+            return np.sort((g[:, None] + offsets[None, :]).ravel()), 0.0, float(self.grid_points)
         if self.base != "log":
             return x, q.lower, q.upper
         from .quantile import log_scale_map
@@ -412,7 +496,23 @@ class JointQuantiles(QuantilesMechanism):
         if q.lower == q.upper:
             return x
         y, lo, hi = self.chart(x)
-        return forward(y, q.qs, lo, hi, self.epsilon, self.sensitivity)
+        return forward(y, q.qs, lo, hi, self.epsilon, self.chart_sensitivity)
+
+    def _grid_draw(self, runs: list[tuple[int, int]], state: JointState,
+                   source: RandomSource) -> np.ndarray:
+        """Grid base: the cells ⌊o⌋ of the chart outputs, drawn exactly.  A chart
+        interval is a whole number of sub-cells of length 1/(spread + 1), each inside
+        one cell, so ⌊U⌋ for U uniform on it is the cell of a uniform sub-cell index;
+        r sorted uniforms give r sorted independent indices."""
+        per = self.spread + 1
+        out: list[float] = []
+        for i, r in runs:
+            first = int(state.pts[i] * per)
+            subcells = int(state.pts[i + 1] * per) - first
+            for s in sorted(int(source.integers(subcells)) for _ in range(r)):
+                cell = (first + s) // per
+                out.append(min(self.query.lower + cell * self.resolution, self.query.upper))
+        return np.array(out, dtype=np.float64)
 
     def _draw(self, state: Any, source: RandomSource) -> np.ndarray:
         if not isinstance(state, JointState):  # lower == upper: one possible output
@@ -421,6 +521,8 @@ class JointQuantiles(QuantilesMechanism):
             runs = draw_path(state, source)
             if runs is not None:
                 break
+        if self.base == "grid":
+            return self._grid_draw(runs, state, source)
         out: list[float] = []
         for i, r in runs:
             lo, hi = float(state.pts[i]), float(state.pts[i + 1])
@@ -443,7 +545,7 @@ class JointQuantiles(QuantilesMechanism):
         """
         q = self.query
         x, lo, hi = self.chart(q.prepare(data).data)
-        state = forward(x, q.qs, lo, hi, self.epsilon, self.sensitivity)
+        state = forward(x, q.qs, lo, hi, self.epsilon, self.chart_sensitivity)
         return utility(x, q.qs, np.atleast_2d(outputs)) * float(state.c_exact) - state.log_z
 
     def output_distribution(self, data: Any) -> JointState:
@@ -451,7 +553,7 @@ class JointQuantiles(QuantilesMechanism):
         φ-coordinates for the log chart)."""
         q = self.query
         x, lo, hi = self.chart(q.prepare(data).data)
-        return forward(x, q.qs, lo, hi, self.epsilon, self.sensitivity)
+        return forward(x, q.qs, lo, hi, self.epsilon, self.chart_sensitivity)
 
 
 def utility(x_sorted: np.ndarray, qs: tuple[float, ...], outputs: np.ndarray) -> np.ndarray:

@@ -174,6 +174,30 @@ def _check_q(q: Any) -> float:
     return qf
 
 
+def grid_count(lower: float, upper: float, resolution: float, limit: int = 2**53) -> int:
+    """K, the number of points of the public grid lower + k·resolution ≤ upper
+    (``resolution`` already validated finite and positive)."""
+    ratio = (upper - lower) / resolution
+    if not ratio < limit:  # also an overflow to inf
+        raise ParameterError(
+            f"resolution is too fine for the bounds (more than {limit} grid points)",
+            parameter="resolution",
+        )
+    count = math.floor(ratio) + 1
+    if count > limit:
+        raise ParameterError(
+            f"resolution is too fine for the bounds (more than {limit} grid points)",
+            parameter="resolution",
+        )
+    return int(count)
+
+
+def grid_index(x: np.ndarray, lower: float, resolution: float, count: int) -> np.ndarray:
+    """Each row's nearest grid point k (a row-local public map), clipped to 0 … count − 1."""
+    k = np.rint((np.asarray(x, dtype=np.float64) - lower) / resolution).astype(np.int64)
+    return np.clip(k, 0, count - 1)
+
+
 def grid_segments(
     candidates_count: int, index: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -375,13 +399,7 @@ class ExponentialQuantile(Mechanism):
                     allowed="> 0",
                 )
             self.resolution = _validate.finite_positive(resolution, "resolution")
-            count = math.floor((self.upper - self.lower) / self.resolution) + 1
-            if count > 2**53:
-                raise ParameterError(
-                    "resolution is too fine for the bounds (more than 2^53 grid points)",
-                    parameter="resolution",
-                )
-            self._grid_count = int(count)
+            self._grid_count = grid_count(self.lower, self.upper, self.resolution)
         self.log_scale = None
         if base in ("log", "log-grid"):
             self.log_scale = (
@@ -415,8 +433,7 @@ class ExponentialQuantile(Mechanism):
         return sorted_rows(data, self.lower, self.upper)
 
     def _grid_index(self, x: np.ndarray) -> np.ndarray:
-        k = np.rint((x - self.lower) / self.resolution).astype(np.int64)
-        return np.clip(k, 0, self._grid_count - 1)
+        return grid_index(x, self.lower, self.resolution, self._grid_count)
 
     def _continuous(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(points, coordinates of the points in the base's chart, log weights)."""
