@@ -722,7 +722,6 @@ class Session:
                 "table: name it (table=) instead of passing sql=",
                 parameter="sql",
             )
-        guarantee = mechanism.guarantee
         src = self.source(sql)  # the schema only
         if column is not None and column not in src.columns:
             from .errors import did_you_mean
@@ -734,30 +733,12 @@ class Session:
         drop = self.analyst or (self.drop_missing if drop_missing is None else bool(drop_missing))
         if not drop:  # owner mode: the owner sees their own data's problems
             check_no_missing(src, column)
-        self.ledger.price(self.dataset_id, guarantee, convert_delta)  # CompositionError early
-        params = mechanism.parameters()
-        policy = None
-        if self.analyst:
-            # the in-memory path's policy (row-by-row maps: neighbours stay neighbours);
-            # the engines drop NULL/NaN, clamp to the bounds and count ±inf rows
-            policy = analyst_policy(mechanism)
-            params = {**params, "input_policy": policy}
-        charge = self._charge(guarantee, _mechanism_name(mechanism), params, convert_delta)
-        try:
-            release = release_from_source(mechanism, src, column, rng, missing="drop",
-                                          policy=policy)
-        except Exception:
-            self._mark(charge.id, "failed")
-            if self.analyst:  # the cause may depend on the rows
-                raise DataError(ANALYST_FAILURE) from None
-            raise
-        self._mark(charge.id, "released")
-        if policy is None:
-            return release
-        import dataclasses
-
-        return dataclasses.replace(
-            release, parameters={**dict(release.parameters), "input_policy": policy}
+        # the engines drop NULL/NaN, clamp to the bounds and count ±inf rows: the
+        # in-memory path's row-by-row policy (neighbours stay neighbours)
+        return self._charged_run(
+            mechanism, convert_delta,
+            lambda policy: release_from_source(mechanism, src, column, rng, missing="drop",
+                                               policy=policy),
         )
 
     def _graph_tables(self, n: int, sql: str | None, normalise: bool) -> Any:
@@ -810,24 +791,33 @@ class Session:
                 parameter="data",
                 allowed=".parquet, .pq, .csv, .tsv",
             )
-        guarantee = mechanism.guarantee
         tables = None
         if not self.analyst:  # the owner's data problems are errors, before the charge
             tables = self._graph_tables(n, sql, bool(getattr(mechanism.query, "normalise", False)))
+
+        def run(policy: Any) -> Any:
+            summary_tables = tables if tables is not None else self._graph_tables(n, None, True)
+            return mechanism.release(gsql.summary(summary_tables), rng=rng)
+
+        return self._charged_run(mechanism, convert_delta, run)
+
+    def _charged_run(self, mechanism: Any, convert_delta: bool, run: Any) -> Any:
+        """Price, charge, then ``run(policy)`` where the data live; the charge is marked
+        released, refused or failed.  In analyst mode the public input policy
+        (:func:`analyst_policy`) is stated in the charge and the record, and a failure
+        reads the same whatever its cause (it may depend on the rows)."""
+        guarantee = mechanism.guarantee
         self.ledger.price(self.dataset_id, guarantee, convert_delta)  # CompositionError early
         params = mechanism.parameters()
-        policy = None
-        if self.analyst:
-            policy = analyst_policy(mechanism)
+        policy = analyst_policy(mechanism) if self.analyst else None
+        if policy is not None:
             params = {**params, "input_policy": policy}
         charge = self._charge(guarantee, _mechanism_name(mechanism), params, convert_delta)
         try:
-            if tables is None:
-                tables = self._graph_tables(n, None, True)
-            release = mechanism.release(gsql.summary(tables), rng=rng)
+            release = run(policy)
         except Exception:
             self._mark(charge.id, "failed")
-            if self.analyst:  # the cause may depend on the rows
+            if self.analyst:
                 raise DataError(ANALYST_FAILURE) from None
             raise
         self._mark(charge.id, "refused" if getattr(release, "refused", False) else "released")
