@@ -223,15 +223,10 @@ def triangle_pair_frontier(
             for a, u in run(batch, [pos, stop]):
                 best_u[int(a)] = max(best_u[int(a)], int(u))
             pos = stop
+    from ..queries.graphs import pareto_frontier
+
     best_u[0] = max(best_u[0], _max_nonadjacent_degree_sum(g, d))
-    avals = np.flatnonzero(best_u >= 0)
-    uvals = best_u[avals]
-    if avals.size == 0:
-        return avals, uvals
-    suffix_max = np.maximum.accumulate(uvals[::-1])[::-1]
-    keep = np.ones(avals.size, dtype=bool)
-    keep[:-1] = uvals[:-1] > suffix_max[1:]
-    return avals[keep], uvals[keep]
+    return pareto_frontier(best_u)
 
 
 class _Neighbours:

@@ -391,7 +391,12 @@ def triangle_pair_frontier(
         np.maximum.at(best_u, av, u)
         pos = stop
     best_u[0] = max(int(best_u[0]), _max_nonadjacent_degree_sum(g))
-    # keep the Pareto frontier: a point survives if no larger a has u at least as large
+    return pareto_frontier(best_u)
+
+
+def pareto_frontier(best_u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (a, u) Pareto frontier of ``best_u[a]`` (−1: no pair with that a): a point
+    survives if no larger a has u at least as large."""
     avals = np.flatnonzero(best_u >= 0)
     uvals = best_u[avals].astype(np.int64)
     if avals.size == 0:
