@@ -86,6 +86,17 @@ def in_open_interval(value: Any, name: str, low: float, high: float) -> float:
     return v
 
 
+def one_of(value: Any, choices: Any, name: str) -> Any:
+    """``value`` if it is one of ``choices`` (compared as given), else a ParameterError
+    naming ``name`` and the choices."""
+    if value not in choices:
+        listed = ", ".join(map(str, choices))
+        raise ParameterError(
+            f"{name} must be one of {listed}, got {value!r}", parameter=name, allowed=listed
+        )
+    return value
+
+
 def bounds(lower: Any, upper: Any) -> tuple[float, float]:
     """Public data bounds: both finite and lower < upper."""
     if lower is None or upper is None:

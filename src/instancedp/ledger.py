@@ -79,6 +79,7 @@ from decimal import (
 from pathlib import Path
 from typing import Any
 
+from . import _validate
 from .errors import BudgetExceeded, CompositionError, LedgerError, ParameterError
 from .privacy import (
     ZCDP,
@@ -595,13 +596,7 @@ class Ledger:
         key_file: str | Path | None = None,
         durability: str = "full",
     ) -> None:
-        if durability not in _SYNC:
-            raise ParameterError(
-                f"durability must be one of {', '.join(_SYNC)}, got {durability!r}",
-                parameter="durability",
-                allowed=", ".join(_SYNC),
-            )
-        self.durability = durability
+        self.durability = _validate.one_of(durability, _SYNC, "durability")
         self.path = str(path)
         self.timeout = float(timeout)
         self.principal = _default_principal() if principal is None else _check_principal(principal)

@@ -419,10 +419,7 @@ class JointQuantiles(QuantilesMechanism):
         from ..errors import ParameterError
 
         super().__init__(query, epsilon)
-        if base not in JOINT_BASES:
-            raise ParameterError(f"base must be one of {', '.join(JOINT_BASES)}, got {base!r}",
-                                 parameter="base", allowed=", ".join(JOINT_BASES))
-        self.base = base
+        self.base = _validate.one_of(base, JOINT_BASES, "base")
         self.log_scale = None
         if base == "log":
             self.log_scale = (_validate.finite_positive(log_scale, "log_scale")
@@ -436,10 +433,7 @@ class JointQuantiles(QuantilesMechanism):
                 raise ParameterError(
                     "base='grid' needs the column's public resolution (e.g. 1 for integers)",
                     parameter="resolution", allowed="> 0")
-            if spread not in SPREADS:
-                raise ParameterError(
-                    f"spread must be one of {', '.join(map(str, SPREADS))}, got {spread!r}",
-                    parameter="spread", allowed=", ".join(map(str, SPREADS)))
+            _validate.one_of(spread, SPREADS, "spread")
             self.resolution = _validate.finite_positive(resolution, "resolution")
             self.spread = int(spread)
             # chart points are multiples of 1/(spread + 1) below grid_points: exact doubles

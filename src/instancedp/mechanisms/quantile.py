@@ -383,13 +383,7 @@ class ExponentialQuantile(Mechanism):
             self.epsilon = _validate.epsilon(rest[2])
             self.neighbours = "substitution"
         score_sensitivity(self.q, self.neighbours)  # validates the relation
-        if base not in BASES:
-            raise ParameterError(
-                f"base must be one of {', '.join(BASES)}, got {base!r}",
-                parameter="base",
-                allowed=", ".join(BASES),
-            )
-        self.base = base
+        self.base = _validate.one_of(base, BASES, "base")
         self.resolution = None
         if base in ("grid", "log-grid"):
             if resolution is None:

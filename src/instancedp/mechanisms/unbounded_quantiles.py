@@ -42,14 +42,8 @@ class UnboundedQuantiles(Mechanism):
                 parameter="quantiles",
                 allowed="(0, 1)",
             )
-        if neighbours not in _RELATIONS:
-            raise ParameterError(
-                f"neighbours must be one of {', '.join(_RELATIONS)}, got {neighbours!r}",
-                parameter="neighbours",
-                allowed=", ".join(_RELATIONS),
-            )
         self.qs = levels
-        self.neighbours = neighbours
+        self.neighbours = _validate.one_of(neighbours, _RELATIONS, "neighbours")
         self.epsilon = _validate.epsilon(epsilon)
         share = self.epsilon / len(levels)
         # beta: the grid's ratio (public); each scan takes ~log_beta(|value|) steps

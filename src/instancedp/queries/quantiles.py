@@ -55,13 +55,7 @@ class Quantiles(Query):
     ) -> None:
         self.qs = _levels(qs)
         self.lower, self.upper = _validate.bounds(lower, upper)
-        if neighbours not in _RELATIONS:
-            raise ParameterError(
-                f"neighbours must be one of {', '.join(_RELATIONS)}, got {neighbours!r}",
-                parameter="neighbours",
-                allowed=", ".join(_RELATIONS),
-            )
-        self.neighbours = neighbours
+        self.neighbours = _validate.one_of(neighbours, _RELATIONS, "neighbours")
 
     @property
     def m(self) -> int:
