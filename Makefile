@@ -16,7 +16,7 @@ venv: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check src tests $(wildcard benchmarks)
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25 -p no:cacheprovider
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25 -p no:cacheprovider
 
 demo: $(STAMP)
 	$(PY) -m instancedp.demo

@@ -24,6 +24,33 @@ import time  # noqa: E402
 import pytest  # noqa: E402
 
 
+# -- scheduling: whole files per worker, every Spark test on one worker -----------------
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` (the Makefile's): every test whose id names Spark runs on one
+    worker (one JVM, ~10 s to start on two cores, instead of one per worker); every
+    other test goes with its file, as under ``--dist loadfile`` (module fixtures built
+    once).  The controller sees only test ids, so the group is read from the id; the
+    hook below makes every test that uses the ``spark`` fixture carry "spark" in it."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileOrSpark(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "spark" if "spark" in nodeid.lower() else nodeid.split("::", 1)[0]
+
+    return FileOrSpark(config, log)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) and "spark" not in item.nodeid.lower():
+            raise pytest.UsageError(
+                f"{item.nodeid} uses the spark fixture: put 'spark' in its name or file name "
+                "so that it runs on the worker that holds the JVM"
+            )
+
+
 def _pg_bindir() -> str | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return os.path.dirname(found[-1]) if found else None
