@@ -390,6 +390,13 @@ class UnboundedQuantile(Mechanism):
         "below")`` on the negative side): a coarsening, which can only hide
         loss, never add it.  ``count`` is public, the same for every dataset."""
         x = self._rows(data)
+        key = (tuple(x.tolist()), count)
+        cache = self.__dict__.setdefault("_law_cache", {})
+        if key not in cache:
+            cache[key] = self._index_law(x, count)
+        return cache[key]
+
+    def _index_law(self, x: np.ndarray, count: int) -> dict[Any, float]:
         counts = RankCounts(x)
         eps_sign, eps_t, eps_q = self._budgets()
         grid = (self.beta, self.scale, count)
