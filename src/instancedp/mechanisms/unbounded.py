@@ -117,6 +117,54 @@ class RankCounts:
         return np.searchsorted(self.x, np.asarray(t, dtype=np.float64), side="right")
 
 
+class HistogramRankCounts(RankCounts):
+    """#{x ≤ t} from histogram aggregates at public thresholds (out of core).
+
+    ``histogram(edges)`` counts the rows per cell [e_k, e_{k+1}) (the last
+    cell closed) of the rows clamped to [e_0, e_m], as every backend's
+    ``histogram`` does.  On doubles #{x ≤ t} = #{x < next(t)}, so the counts
+    are cumulative sums of cells cut at next(t): the same integers as
+    :class:`RankCounts` on the same rows (a row equal to the largest double
+    is counted below next(prev(max)) = max; no grid candidate lands there).
+    The first aggregate answers the public thresholds ``first`` (the scan's
+    first batch on both sides: :meth:`UnboundedQuantile.first_thresholds`) and
+    gives n, the sum of its cells; later batches are one aggregate each."""
+
+    def __init__(self, histogram: Callable[[np.ndarray], np.ndarray], first: np.ndarray) -> None:
+        self._histogram = histogram
+        self._known: dict[float, int] = {}
+        self.n = self._query(np.asarray(first, dtype=np.float64))
+
+    @staticmethod
+    def _inner(t: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            u = np.nextafter(t, np.inf)
+        return np.isfinite(u) & (u < _MAX) & (t > -np.inf)
+
+    def _query(self, t: np.ndarray) -> int:
+        """One aggregate: the counts at ``t`` (remembered) and the number of rows."""
+        t = t[self._inner(t)]
+        with np.errstate(over="ignore"):
+            cuts = np.unique(np.nextafter(t, np.inf))
+        edges = np.concatenate(([-_MAX], cuts, [_MAX]))
+        cells = np.asarray(self._histogram(edges), dtype=np.int64)
+        below = np.concatenate(([0], np.cumsum(cells)))
+        for v, k in zip(t.tolist(), np.searchsorted(edges, np.nextafter(t, np.inf)).tolist(),
+                        strict=True):
+            self._known[v] = int(below[k])
+        return int(below[-1])
+
+    def at_most(self, t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=np.float64)
+        inner = self._inner(t)
+        todo = [v for v in t[inner].tolist() if v not in self._known]
+        if todo:
+            self._query(np.array(todo))
+        out = np.where(t == -np.inf, 0, self.n).astype(np.int64)  # next(t) = ±inf: none or all
+        out[inner] = [self._known[v] for v in t[inner].tolist()]
+        return out
+
+
 def _laplace(scale: float, size: int, source: RandomSource) -> np.ndarray:
     if source.secure:
         from ..noise.exact import add_noise
@@ -318,6 +366,14 @@ class UnboundedQuantile(Mechanism):
 
     def _rows(self, data: Any) -> np.ndarray:
         return sorted_rows(data, -math.inf, math.inf)
+
+    def first_thresholds(self) -> np.ndarray:
+        """The thresholds the release reads first, from public parameters only: 0 and
+        the scan's first batch on both sides (one aggregate out of core)."""
+        c = geometric_candidates(0, _FIRST_BATCH, self.beta, self.scale)
+        if self.origin is not None:
+            return self.origin + c
+        return np.concatenate(([0.0], c, np.nextafter(-c, -np.inf)))
 
     def scan_index(self, counts: RankCounts, source: RandomSource) -> int:
         """The scan-only release's signed index j (sign step, then one scan)."""
