@@ -6,14 +6,14 @@ bracket the scan released.
 No bound on the data is needed, and none is made up (no ±1e308, no data
 minimum or maximum).
 
-**Stage 1: the scan** (a fraction ``scan_fraction`` of ε).  The candidates are
-the public grid v(j) = origin + sign(j)·scale·(β^|j| − 1), j an integer
-(``origin`` = a public lower bound when the caller has one, and then j ≥ 0;
-else 0, and the grid runs both ways).  With g(c) = #{x ≤ c} − q·n =
-(1 − q)·#{x ≤ c} − q·#{x > c}, non-decreasing in c and crossing 0 at the
-q-quantile, the scan releases the first index whose noisy score clears a noisy
-threshold (AboveThreshold, Dwork & Roth 2014, Alg. 1; Lyu, Su & Li 2017,
-Alg. 1 and Thm. 2):
+**Stage 1: the scan** (``scan_fraction`` of ε, default 0.4, on a grid of
+ratio β = 1.01).  The candidates are the public grid v(j) = origin +
+sign(j)·scale·(β^|j| − 1), j an integer (``origin`` = a public lower bound
+when the caller has one, and then j ≥ 0; else 0, and the grid runs both
+ways).  With g(c) = #{x ≤ c} − q·n = (1 − q)·#{x ≤ c} − q·#{x > c},
+non-decreasing in c and crossing 0 at the q-quantile, the scan releases the
+first index whose noisy score clears a noisy threshold (AboveThreshold, Dwork
+& Roth 2014, Alg. 1; Lyu, Su & Li 2017, Alg. 1 and Thm. 2):
 
     ρ ~ Lap(Δ/ε₁),   index j for the first j with g(v(j)) + ν_j ≥ ρ,
     ν_j ~ Lap(2Δ/ε₂),   ε₁ + ε₂ = ε_AT,   ε₁ : ε₂ = 1 : 2^{2/3}  (Lyu et al. §4.2).
@@ -24,27 +24,34 @@ AboveThreshold's proof needs; n appears only inside g, whose Δ covers n's
 change.  Only the index is released, so the scan is ε_AT-DP.
 
 Without a public lower bound a first, cheap step decides the side: the sign of
-g(0) + Lap(Δ/ε_s) (ε_s = ``sign_fraction`` of the scan's share).  If it says
+g(0) + Lap(Δ/ε_s) (ε_s = ``sign_fraction``·ε, default 0.1·ε, part of the
+scan's share: ε_AT = (``scan_fraction`` − ``sign_fraction``)·ε).  If it says
 the quantile lies above 0, the scan runs upward from 0; if below, it runs on
 the negated rows for the (1 − q)-quantile and the index is negated.  The grid
 ends where its candidates leave the floating-point range; a scan that reaches
 the end releases the last finite index (a public rule).
 
-**Stage 2: the exponential mechanism on the bracket** (the rest of ε).  With
-j the scan's index and K = ⌈log(``bracket``)/log β⌉ (public), the bracket is
+**Stage 2: the exponential mechanism on the bracket** (the rest of ε, ε₃).
+With j the scan's index and K = ⌈log(``bracket``)/log β⌉ (public; default a
+factor 4, K = 140 steps), the bracket is
 R = [v(j − K), v(j + K)] (indices kept inside the grid; with an origin, j − K
 stops at 0): a factor ``bracket`` either side of the scan's value, away from
 0.  The release is :class:`~instancedp.mechanisms.quantile.ExponentialQuantile`
 with the log base over R on the rows clamped to R (a row-by-row map fixed by
-R), drawn exactly.  Given R it is ε₂-DP (McSherry & Talwar 2007, Thm. 6);
-the pair (j, value) is (ε_scan + ε₂)-DP by adaptive sequential composition
+R), drawn exactly.  Given R it is ε₃-DP (McSherry & Talwar 2007, Thm. 6);
+the pair (j, value) is (ε_s + ε_AT + ε₃)-DP by adaptive sequential composition
 (Dwork & Roth 2014, Thm. 3.16 with the second stage chosen from the first's
 public output), and the value alone is post-processing of the pair.  The
 scan's rank noise and its geometric resolution stop mattering: they only
 place R, and inside R the error is the exponential mechanism's
-ln(|R|/gap)/ε₂ with |R| a small multiple of the quantile's own magnitude
-rather than of a loose public range.  ``scan_fraction=1`` is Durfee's
-release alone (the scan's value v(j)).
+ln(|R|/gap)/ε₃ with |R| a small multiple of the quantile's own magnitude
+rather than of a loose public range.  The defaults (0.4, 0.1, β = 1.01, a
+factor 4) were tuned on synthetic columns only (``benchmarks/accuracy.py``;
+``docs/results/accuracy.md`` reports the real ones).  The cost: when the scan
+stops far from the quantile (small n·ε, a long stretch of the grid below it:
+AboveThreshold's early stop) the bracket misses it and the release is
+clamped near R's end.  ``scan_fraction=1`` is Durfee's release alone (the
+scan's value v(j)).
 
 The comparisons g + ν ≥ ρ are made on exactly rounded Laplace draws
 (``noise.exact``) drawn in growing batches (32, 64, … 4096 candidates: a scan
