@@ -438,7 +438,11 @@ def peer_version(py: Path, peer: str) -> str:
 
 
 def ours_main(job: Path, chunk: Path) -> None:
-    """The instancedp worker: the cells in ``chunk``, one file per cell (resumable)."""
+    """The instancedp worker: the cells in ``chunk``, one file per cell (resumable).
+
+    This tree's library first on the path (the same code ``code_hash`` reads), not
+    whichever instancedp the interpreter has installed."""
+    sys.path.insert(0, str(ROOT / "src"))
     data = np.load(job / "samples.npz")
     want = set(json.loads(chunk.read_text()))
     cells = [c for c in json.loads((job / "cells.json").read_text()) if c["key"] in want]
