@@ -573,6 +573,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--report-only", action="store_true", help="rewrite the reports from the JSON in --out"
     )
+    ap.add_argument("--bound-free-only", action="store_true",
+                    help="redraw instancedp on the x100 (bound-free) cells only; the other cells "
+                         "keep their rows from the saved JSON of the same configuration")
     ap.add_argument("--peer", help=argparse.SUPPRESS)
     ap.add_argument("--relation", help=argparse.SUPPRESS)
     ap.add_argument("--job", type=Path, help=argparse.SUPPRESS)
@@ -632,11 +635,24 @@ def main(argv: list[str] | None = None) -> int:
         # per relation
         for rel in ("ar", "sub") if peer == "opendp" else (None,):
             groups[peer + (f"-{rel}" if rel else "")] = (str(py), peer, rel)
-    run_groups(job, groups, cells, args.jobs, args.chunk, log)
-    results: dict[str, dict[str, np.ndarray]] = {c["key"]: {} for c in cells}
+    kept: dict[str, dict] = {}
+    if args.bound_free_only:
+        # instancedp redraws the x100 cells only (the bound-free release); every other
+        # cell keeps its row from the saved JSON, which must come from the same
+        # configuration (cells, trials) — checked below
+        old = json.loads((args.out / "accuracy.json").read_text())
+        kept = {r["key"]: r for r in old["cells"] if r["bounds"] != "x100"}
+        want = [c for c in cells if c["bounds"] != "x100"]
+        if (old.get("subsamples"), old.get("draws")) != (args.subsamples, args.draws) or \
+                sorted(kept) != sorted(c["key"] for c in want):
+            raise SystemExit("--bound-free-only needs the saved JSON of the same configuration")
+        log(f"--bound-free-only: {len(kept)} cells kept from {args.out / 'accuracy.json'}")
+    run_cells = [c for c in cells if c["key"] not in kept]
+    run_groups(job, groups, run_cells, args.jobs, args.chunk, log)
+    results: dict[str, dict[str, np.ndarray]] = {c["key"]: {} for c in run_cells}
     seconds: dict[str, float] = {}
     for group in groups:
-        for cell in cells:
+        for cell in run_cells:
             path = cell_file(job, group, cell["key"])
             if not path.exists():
                 log(f"missing: {group} {cell['key']}")
@@ -649,7 +665,11 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     results[cell["key"]][name] = got[name]
     log("CPU seconds per group: " + ", ".join(f"{g} {t:.0f}" for g, t in seconds.items()))
-    summary = summarise(cells, samples, results)
+    summary = summarise(run_cells, samples, results)
+    if kept:
+        order = {c["key"]: i for i, c in enumerate(cells)}
+        summary["cells"] = sorted(summary["cells"] + list(kept.values()),
+                                  key=lambda r: order[r["key"]])
     summary.update(
         versions=versions,
         log=logs,
