@@ -32,22 +32,25 @@ ends where its candidates leave the floating-point range; a scan that reaches
 the end releases the last finite index (a public rule).
 
 **Stage 2: the exponential mechanism on the bracket** (the rest of ε, ε₃).
-With j the scan's index and K = ⌈log(``bracket``)/log β⌉ (public; default a
-factor 4, K = 140 steps), the bracket is
-R = [v(j − K), v(j + K)] (indices kept inside the grid; with an origin, j − K
-stops at 0): a factor ``bracket`` either side of the scan's value, away from
-0.  The release is :class:`~instancedp.mechanisms.quantile.ExponentialQuantile`
-with the log base over R on the rows clamped to R (a row-by-row map fixed by
+With j the scan's index, ``bracket`` = (γ_down, γ_up) and K_d, K_u =
+⌈log γ/log β⌉ (public), the bracket is R = [v(j − K_d), v(j + K_u)] (indices
+kept inside the grid; with an origin, j − K_d stops at 0): a factor γ either
+side of the scan's value, away from 0.  Default (:func:`default_bracket`):
+γ_down = 4^max(1, 6q), γ_up = 4^max(1, 6(1 − q)) — the median's bracket is a
+factor 64 either way, q = 0.9's a factor 4 above and 4^5.4 below.  The
+release is :class:`~instancedp.mechanisms.quantile.ExponentialQuantile` with
+the log base over R on the rows clamped to R (a row-by-row map fixed by
 R), drawn exactly.  Given R it is ε₃-DP (McSherry & Talwar 2007, Thm. 6);
 the pair (j, value) is (ε_s + ε_AT + ε₃)-DP by adaptive sequential composition
 (Dwork & Roth 2014, Thm. 3.16 with the second stage chosen from the first's
 public output), and the value alone is post-processing of the pair.  The
 scan's rank noise and its geometric resolution stop mattering: they only
 place R, and inside R the error is the exponential mechanism's
-ln(|R|/gap)/ε₃ with |R| a small multiple of the quantile's own magnitude
-rather than of a loose public range.  The defaults (0.4, 0.1, β = 1.01, a
-factor 4) were tuned on synthetic columns only (``benchmarks/accuracy.py``;
-``docs/results/accuracy.md`` reports the real ones).  The cost: when the scan
+ln(|R|/gap)/ε₃ with |R| a multiple of the quantile's own magnitude rather
+than of a loose public range (in the log base's chart a wide side costs
+little).  The defaults (0.4, 0.1, β = 1.01, the bracket rule) were tuned on
+synthetic columns only (``benchmarks/accuracy.py``; ``docs/results/
+accuracy.md`` reports the real ones).  The cost: when the scan
 stops far from the quantile (small n·ε, a long stretch of the grid below it:
 AboveThreshold's early stop) the bracket misses it and the release is
 clamped near R's end.  ``scan_fraction=1`` is Durfee's release alone (the
@@ -234,7 +237,7 @@ class UnboundedQuantile(Mechanism):
     exponential mechanism on the bracket it released).
 
     ``UnboundedQuantile(query, epsilon, *, origin=None, beta=1.01, scale=1.0,
-    sign_fraction=0.1, scan_fraction=0.4, bracket=4.0)``; ``query`` is a
+    sign_fraction=0.1, scan_fraction=0.4, bracket=None)``; ``query`` is a
     quantile query (only its q and its relation are read: no bounds) or the
     number q, with ``neighbours=`` then naming the relation (default
     add/remove).  ``origin``: a public lower bound, if the caller has one (the
@@ -256,7 +259,7 @@ class UnboundedQuantile(Mechanism):
         scale: float = 1.0,
         sign_fraction: float = 0.1,
         scan_fraction: float = 0.4,
-        bracket: float = 4.0,
+        bracket: Any = None,
     ) -> None:
         if hasattr(query, "q"):
             self.q = float(query.q)
@@ -301,6 +304,8 @@ class UnboundedQuantile(Mechanism):
                 f"sign_fraction ({self.sign_fraction:g}) must be below scan_fraction ({sf:g}): "
                 "the sign step is part of the scan's share of epsilon",
                 parameter="sign_fraction", allowed=f"< {sf:g}")
+        if bracket is None:
+            bracket = default_bracket(self.q)
         pair = bracket if isinstance(bracket, tuple | list) else (bracket, bracket)
         if len(pair) != 2:
             raise ParameterError(f"bracket must be a number > 1 or a pair (down, up) of them, "
@@ -533,6 +538,15 @@ class _Shifted(RankCounts):
 
     def at_most(self, t: np.ndarray) -> np.ndarray:
         return self.inner.at_most(self.origin + np.asarray(t, dtype=np.float64))
+
+
+def default_bracket(q: float) -> tuple[float, float]:
+    """(down, up) factors of the default bracket: 4^max(1, 6q) below the scan's value
+    and 4^max(1, 6(1 − q)) above (public: q only).  A side of the bracket far in
+    rank from the quantile (q·n rows below it, (1 − q)·n above) costs the
+    exponential mechanism little however wide it is, and a wide side catches a
+    scan that stopped early (or late); a side near in rank stays a factor 4."""
+    return 4.0 ** max(1.0, 6.0 * q), 4.0 ** max(1.0, 6.0 * (1.0 - q))
 
 
 def _greater_than_one(value: Any, name: str) -> float:
