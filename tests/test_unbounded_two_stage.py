@@ -116,3 +116,16 @@ def test_accuracy_on_a_tight_column_far_from_zero():
     v = mech.sample(x, 30, simulation(2))
     # the exponential mechanism inside R finds the dense middle
     assert np.median(np.abs(v - np.median(x))) < 2.0
+
+
+def test_default_bracket_is_wide_on_the_side_far_in_rank():
+    from instancedp.mechanisms.unbounded import UnboundedQuantile, default_bracket
+
+    assert default_bracket(0.5) == (64.0, 64.0)
+    down, up = default_bracket(0.9)
+    assert up == 4.0 and down == pytest.approx(4.0 ** 5.4)
+    m = UnboundedQuantile(0.1, 1.0)
+    assert m.bracket == pytest.approx((4.0, 4.0 ** 5.4))
+    with pytest.raises(Exception) as e:
+        UnboundedQuantile(0.5, 1.0, bracket=(2.0, 1.0))
+    assert e.value.parameter == "bracket"
