@@ -117,3 +117,13 @@ def test_spark_gives_the_in_memory_record(spark):
     df = spark.createDataFrame([(v,) for v in rows("random")], "v double")
     assert _records([(open_source(df), "v")], 0.5, 6) == _records(
         [(open_source(_clean("random")), None)], 0.5, 6)
+
+
+def test_out_of_core_refuses_bounds_for_the_bound_free_mechanism():
+    from instancedp.errors import ParameterError
+
+    with pytest.raises(ParameterError) as e:
+        out_of_core_mechanism("median", 1.0, mechanism="unbounded_quantile", bounds=(0, 1))
+    assert e.value.parameter == "bounds"
+    assert out_of_core_mechanism("median", 1.0, mechanism="unbounded_quantile").name == (
+        "unbounded_quantile")

@@ -313,6 +313,11 @@ def out_of_core_mechanism(
                 parameter="delta",
                 allowed="None",
             )
+        if mechanism == "unbounded_quantile" and (bounds is not None or resolution is not None):
+            raise ParameterError(
+                "mechanism 'unbounded_quantile' takes no bounds or resolution (leave them "
+                "unset, or choose the exponential mechanism)", parameter="bounds",
+                allowed="None")
         if bounds is None and resolution is None and mechanism != "candidate_quantile":
             # the bound-free quantile: its scan reads histograms at the public grid's
             # candidates, its exponential stage order statistics of the clamped rows
