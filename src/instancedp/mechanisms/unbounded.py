@@ -116,7 +116,7 @@ def batches() -> Iterator[tuple[int, int]]:
 class RankCounts:
     """#{x ≤ t} at public thresholds, over sorted rows in memory (the scan's only read).
 
-    Out of core, :class:`~instancedp.sources.SourceRankCounts` gives the same
+    Out of core, :class:`HistogramRankCounts` gives the same
     integers from a histogram aggregate."""
 
     def __init__(self, sorted_rows: np.ndarray) -> None:
