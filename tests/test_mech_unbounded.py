@@ -29,7 +29,8 @@ def pairs(relation, sizes=(1, 2, 3)):
 @pytest.mark.parametrize("origin", [None, -2.0])
 def test_exactly_eps_dp_over_brute_force_pairs(relation, origin):
     eps = 1.0
-    mech = UnboundedQuantile(0.5, eps, neighbours=relation, origin=origin, beta=2.0, scale=1.0)
+    mech = UnboundedQuantile(0.5, eps, neighbours=relation, origin=origin, beta=2.0, scale=1.0,
+                             scan_fraction=1.0)  # the scan alone (Durfee 2023)
     # quadrature error of the law is below 1e-4 in log probability; the law is a dict of
     # grid masses truncated to the reachable part, so the release path's agreement with it
     # is checked by test_law_sums_to_one_and_matches_the_release_path, not by sampling here
@@ -40,7 +41,7 @@ def test_exactly_eps_dp_over_brute_force_pairs(relation, origin):
 
 def test_law_sums_to_one_and_matches_the_release_path():
     x = [0.5, 1.0, 2.0, 6.0, 7.0]
-    mech = UnboundedQuantile(0.5, 2.0, origin=0.0, beta=1.5, scale=0.5)
+    mech = UnboundedQuantile(0.5, 2.0, origin=0.0, beta=1.5, scale=0.5, scan_fraction=1.0)
     law = mech.output_probabilities(x)
     assert sum(law.values()) == pytest.approx(1.0, abs=1e-6)
     draws = mech.sample(x, 3000, simulation(3))
@@ -64,8 +65,8 @@ def test_moving_the_largest_row_changes_only_the_value():
     assert a["parameters"]["grid"]["kind"] == "geometric"
     assert a["mechanism"] == "unbounded_quantile"
     # the median's law does not depend on how far the largest row went
-    la = UnboundedQuantile(0.5, 1.0, beta=2.0).output_probabilities(x)
-    lb = UnboundedQuantile(0.5, 1.0, beta=2.0).output_probabilities(y)
+    la = UnboundedQuantile(0.5, 1.0, beta=2.0, scan_fraction=1.0).output_probabilities(x)
+    lb = UnboundedQuantile(0.5, 1.0, beta=2.0, scan_fraction=1.0).output_probabilities(y)
     common = [k for k in la if k in lb and k != "tail" and k != ("tail", "below")]
     assert any(la[k] > 0.01 for k in common)
     for k in common:

@@ -323,8 +323,9 @@ def _load_builtins() -> None:
         Entry(
             UnboundedQuantile.name,
             UnboundedQuantile,
-            "quantile without bounds: above-threshold over a geometric grid (pure ε-DP; "
-            "Durfee 2023)",
+            "quantile without bounds: above-threshold over a geometric grid places a "
+            "bracket, the exponential mechanism draws inside it (pure ε-DP; Durfee 2023, "
+            "McSherry & Talwar 2007)",
             ("median", "quantile"),
             build=_unbounded_build,
         ),

@@ -26,7 +26,12 @@ statistic      out-of-core mechanism and the aggregate it reads
                statistics only when the exact inversion needs them
                (:class:`~instancedp.mechanisms.quantile.PieceSet`); with a
                public ``resolution``, the exponential mechanism on that
-               candidate grid (:class:`CandidateQuantile`, ``histogram``)
+               candidate grid (:class:`CandidateQuantile`, ``histogram``);
+               without bounds, the bound-free quantile
+               (:class:`~instancedp.mechanisms.unbounded.UnboundedQuantile`: its
+               scan reads ``histogram`` at the public grid's candidates, batch by
+               batch, its exponential stage ``order_window`` of the rows
+               clamped to the bracket the scan released)
 ``ratio``     the share of ones among 0/1 flags (:class:`~instancedp.mechanisms.ratio.
                PrivateRatio`, every method): two counts, from one ``histogram``
                whose cells isolate exactly 0 and exactly 1
@@ -294,12 +299,13 @@ def out_of_core_mechanism(
             allowed=", ".join(OUT_OF_CORE),
         )
     if stat in ("median", "quantile"):
-        if mechanism not in (None, "exponential", "candidate_quantile"):
+        if mechanism not in (None, "exponential", "candidate_quantile", "unbounded_quantile"):
             raise ParameterError(
                 f"mechanism={mechanism!r} is not available out of core for {stat}: "
-                "the exponential mechanism (drawn in stages, or on public candidates) is",
+                "the exponential mechanism (drawn in stages, or on public candidates) is, "
+                "and without bounds the bound-free quantile",
                 parameter="mechanism",
-                allowed="exponential, candidate_quantile",
+                allowed="exponential, candidate_quantile, unbounded_quantile",
             )
         if delta is not None:
             raise ParameterError(
@@ -307,6 +313,16 @@ def out_of_core_mechanism(
                 parameter="delta",
                 allowed="None",
             )
+        if mechanism == "unbounded_quantile" and (bounds is not None or resolution is not None):
+            raise ParameterError(
+                "mechanism 'unbounded_quantile' takes no bounds or resolution (leave them "
+                "unset, or choose the exponential mechanism)", parameter="bounds",
+                allowed="None")
+        if bounds is None and resolution is None and mechanism != "candidate_quantile":
+            # the bound-free quantile: its scan reads histograms at the public grid's
+            # candidates, its exponential stage order statistics of the clamped rows
+            return build_mechanism(stat, epsilon, bounds=None, quantile=quantile,
+                                   neighbours=neighbours)
         if bounds is None or resolution is not None or mechanism == "candidate_quantile":
             query = build_query(stat, bounds=bounds, quantile=quantile, neighbours=neighbours)
             return CandidateQuantile(query, epsilon, resolution=resolution)
@@ -389,6 +405,7 @@ def release_from_source(
     from .mechanisms.quantile import ExponentialQuantile
     from .mechanisms.ratio import PrivateRatio
     from .mechanisms.sum_count import NoisySumOverCount
+    from .mechanisms.unbounded import HistogramRankCounts, UnboundedQuantile
     from .queries.counts import Count, Sum
 
     rs = resolve(rng)
@@ -402,6 +419,15 @@ def release_from_source(
             lambda a, b: source.order_window(column, lo, hi, a, b, missing=missing),
         )
         return mechanism._record(mechanism._draw(pieces, rs), rs)
+    if isinstance(mechanism, UnboundedQuantile):
+        counts = HistogramRankCounts(
+            lambda edges: source.histogram(column, edges, missing=missing),
+            mechanism.first_thresholds())
+
+        def clamped(lo: float, hi: float) -> Any:
+            return lambda a, b: source.order_window(column, lo, hi, a, b, missing=missing)
+
+        return mechanism._record(mechanism.draw_from(counts, clamped, rs), rs)
     if isinstance(mechanism, CandidateQuantile):
         counts = source.histogram(column, mechanism.edges, missing=missing)
         return mechanism._record(mechanism._draw(counts, rs, None), rs)

@@ -1,43 +1,73 @@
-"""Bound-free quantiles: above-threshold over a geometric grid (Durfee, NeurIPS
-2023, "Unbounded differentially private quantile and maximum estimation").
+"""Bound-free quantiles (no public bounds): an above-threshold scan over a public
+geometric grid (Durfee, NeurIPS 2023, "Unbounded differentially private
+quantile and maximum estimation"), then the exponential mechanism on the
+bracket the scan released.
 
 No bound on the data is needed, and none is made up (no ±1e308, no data
-minimum or maximum).  The candidates are a public geometric grid
+minimum or maximum).
 
-    c_i = origin + scale·(β^i − 1),   i = 0, 1, 2, …
+**Stage 1: the scan** (``scan_fraction`` of ε, default 0.4, on a grid of
+ratio β = 1.01).  The candidates are the public grid v(j) = origin +
+sign(j)·scale·(β^|j| − 1), j an integer (``origin`` = a public lower bound
+when the caller has one, and then j ≥ 0; else 0, and the grid runs both
+ways).  With g(c) = #{x ≤ c} − q·n = (1 − q)·#{x ≤ c} − q·#{x > c},
+non-decreasing in c and crossing 0 at the q-quantile, the scan releases the
+first index whose noisy score clears a noisy threshold (AboveThreshold, Dwork
+& Roth 2014, Alg. 1; Lyu, Su & Li 2017, Alg. 1 and Thm. 2):
 
-(``origin`` = a public lower bound when the caller has one, else 0 on both
-sides, below).  With g(c) = #{x ≤ c} − q·n = (1 − q)·#{x ≤ c} − q·#{x > c},
-non-decreasing in c and crossing 0 at the q-quantile, the release is the
-first candidate whose noisy score clears a noisy threshold (AboveThreshold,
-Dwork & Roth 2014, Alg. 1; Lyu, Su & Li 2017, Alg. 1 and Thm. 2):
-
-    ρ ~ Lap(Δ/ε₁),   output c_i for the first i with g(c_i) + ν_i ≥ ρ,
-    ν_i ~ Lap(2Δ/ε₂),   ε₁ + ε₂ = ε_AT,   ε₁ : ε₂ = 1 : 2^{2/3}  (Lyu et al. §4.2).
+    ρ ~ Lap(Δ/ε₁),   index j for the first j with g(v(j)) + ν_j ≥ ρ,
+    ν_j ~ Lap(2Δ/ε₂),   ε₁ + ε₂ = ε_AT,   ε₁ : ε₂ = 1 : 2^{2/3}  (Lyu et al. §4.2).
 
 g moves by at most Δ = max(q, 1 − q) when a row is added or removed and by
 Δ = 1 under substitution, for every candidate at once, which is what
 AboveThreshold's proof needs; n appears only inside g, whose Δ covers n's
-change.  Only the index of the first candidate above the threshold is
-released, so the release is ε_AT-DP.
+change.  Only the index is released, so the scan is ε_AT-DP.
 
-Without a public lower bound (``origin=None``) a first, cheap step decides
-the side: the sign of g(0) + Lap(Δ/ε_s) (ε_s = ``sign_fraction``·ε).  If it
-says the quantile lies above 0, the scan runs upward from 0 on the rows; if
-below, it runs on the negated rows for the (1 − q)-quantile and the result is
-negated.  A wrong side only happens when g(0) is near 0, i.e. when the
-quantile is near 0, where the scan on the other side also stops near 0.
-Sequential composition: ε = ε_s + ε_AT.
+Without a public lower bound a first, cheap step decides the side: the sign of
+g(0) + Lap(Δ/ε_s) (ε_s = ``sign_fraction``·ε, default 0.1·ε, part of the
+scan's share: ε_AT = (``scan_fraction`` − ``sign_fraction``)·ε).  If it says
+the quantile lies above 0, the scan runs upward from 0; if below, it runs on
+the negated rows for the (1 − q)-quantile and the index is negated.  The grid
+ends where its candidates leave the floating-point range; a scan that reaches
+the end releases the last finite index (a public rule).
 
-The grid ends where its candidates leave the floating-point range; a scan
-that reaches the end releases the last finite candidate (a public rule).  The
-comparisons g + ν ≥ ρ are made on exactly rounded Laplace draws
-(``noise.exact``); only the index they select is released.
+**Stage 2: the exponential mechanism on the bracket** (the rest of ε, ε₃).
+With j the scan's index, ``bracket`` = (γ_down, γ_up) and K_d, K_u =
+⌈log γ/log β⌉ (public), the bracket is R = [v(j − K_d), v(j + K_u)] (indices
+kept inside the grid; with an origin, j − K_d stops at 0): a factor γ either
+side of the scan's value, away from 0.  Default (:func:`default_bracket`):
+γ_down = 4^max(1, 6q), γ_up = 4^max(1, 6(1 − q)) — the median's bracket is a
+factor 64 either way, q = 0.9's a factor 4 above and 4^5.4 below.  The
+release is :class:`~instancedp.mechanisms.quantile.ExponentialQuantile` with
+the log base over R on the rows clamped to R (a row-by-row map fixed by
+R), drawn exactly.  Given R it is ε₃-DP (McSherry & Talwar 2007, Thm. 6);
+the pair (j, value) is (ε_s + ε_AT + ε₃)-DP by adaptive sequential composition
+(Dwork & Roth 2014, Thm. 3.16 with the second stage chosen from the first's
+public output), and the value alone is post-processing of the pair.  The
+scan's rank noise and its geometric resolution stop mattering: they only
+place R, and inside R the error is the exponential mechanism's
+ln(|R|/gap)/ε₃ with |R| a multiple of the quantile's own magnitude rather
+than of a loose public range (in the log base's chart a wide side costs
+little).  The defaults (0.4, 0.1, β = 1.01, the bracket rule) were tuned on
+synthetic columns only (``benchmarks/accuracy.py``; ``docs/results/
+accuracy.md`` reports the real ones).  The cost: when the scan
+stops far from the quantile (small n·ε, a long stretch of the grid below it:
+AboveThreshold's early stop) the bracket misses it and the release is
+clamped near R's end.  ``scan_fraction=1`` is Durfee's release alone (the
+scan's value v(j)).
+
+The comparisons g + ν ≥ ρ are made on exactly rounded Laplace draws
+(``noise.exact``) drawn in growing batches (32, 64, … 4096 candidates: a scan
+usually stops early; the law is the same whatever the batches).  The scan
+reads only the counts g at the candidates in order (:class:`RankCounts`): an
+array here, a database's histogram out of core
+(:func:`~instancedp.sources.release_from_source`), the same draws, bit for bit.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -48,10 +78,12 @@ from ..noise.laplace import Laplace
 from ..privacy import PureDP
 from ..random import RandomSource, resolve
 from .base import Mechanism, Release
-from .quantile import score_sensitivity, sorted_rows
+from .quantile import ExponentialQuantile, score_sensitivity, sorted_rows
 
-_BATCH = 4096
+_FIRST_BATCH = 32
+_MAX_BATCH = 4096
 _AT_SPLIT = 1.0 / (1.0 + 2.0 ** (2.0 / 3.0))  # ε₁ / ε_AT (Lyu, Su & Li 2017, §4.2)
+_MAX = np.finfo(np.float64).max
 
 
 def geometric_candidates(start: int, count: int, beta: float, scale: float) -> np.ndarray:
@@ -59,6 +91,88 @@ def geometric_candidates(start: int, count: int, beta: float, scale: float) -> n
     i = np.arange(start, start + count, dtype=np.float64)
     with np.errstate(over="ignore"):
         return scale * np.expm1(i * math.log(beta))
+
+
+def grid_end(beta: float, scale: float) -> int:
+    """The last index i whose candidate scale·(β^i − 1) is finite (public)."""
+    # a start just below the end (in logs: MAX/scale may overflow), then exact steps
+    i = max(0, math.floor((math.log(_MAX) - math.log(scale)) / math.log(beta)) - 2)
+    while math.isfinite(float(geometric_candidates(i + 1, 1, beta, scale)[0])):
+        i += 1
+    while i > 0 and not math.isfinite(float(geometric_candidates(i, 1, beta, scale)[0])):
+        i -= 1
+    return i
+
+
+def batches() -> Iterator[tuple[int, int]]:
+    """(first index, size) of the scan's batches: 32, 64, … then 4096 at a time."""
+    start, size = 0, _FIRST_BATCH
+    while True:
+        yield start, size
+        start += size
+        size = min(2 * size, _MAX_BATCH)
+
+
+class RankCounts:
+    """#{x ≤ t} at public thresholds, over sorted rows in memory (the scan's only read).
+
+    Out of core, :class:`HistogramRankCounts` gives the same
+    integers from a histogram aggregate."""
+
+    def __init__(self, sorted_rows: np.ndarray) -> None:
+        self.x = sorted_rows
+        self.n = int(sorted_rows.size)
+
+    def at_most(self, t: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.x, np.asarray(t, dtype=np.float64), side="right")
+
+
+class HistogramRankCounts(RankCounts):
+    """#{x ≤ t} from histogram aggregates at public thresholds (out of core).
+
+    ``histogram(edges)`` counts the rows per cell [e_k, e_{k+1}) (the last
+    cell closed) of the rows clamped to [e_0, e_m], as every backend's
+    ``histogram`` does.  On doubles #{x ≤ t} = #{x < next(t)}, so the counts
+    are cumulative sums of cells cut at next(t): the same integers as
+    :class:`RankCounts` on the same rows (a row equal to the largest double
+    is counted below next(prev(max)) = max; no grid candidate lands there).
+    The first aggregate answers the public thresholds ``first`` (the scan's
+    first batch on both sides: :meth:`UnboundedQuantile.first_thresholds`) and
+    gives n, the sum of its cells; later batches are one aggregate each."""
+
+    def __init__(self, histogram: Callable[[np.ndarray], np.ndarray], first: np.ndarray) -> None:
+        self._histogram = histogram
+        self._known: dict[float, int] = {}
+        self.n = self._query(np.asarray(first, dtype=np.float64))
+
+    @staticmethod
+    def _inner(t: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            u = np.nextafter(t, np.inf)
+        return np.isfinite(u) & (u < _MAX) & (t > -np.inf)
+
+    def _query(self, t: np.ndarray) -> int:
+        """One aggregate: the counts at ``t`` (remembered) and the number of rows."""
+        t = t[self._inner(t)]
+        with np.errstate(over="ignore"):
+            cuts = np.unique(np.nextafter(t, np.inf))
+        edges = np.concatenate(([-_MAX], cuts, [_MAX]))
+        cells = np.asarray(self._histogram(edges), dtype=np.int64)
+        below = np.concatenate(([0], np.cumsum(cells)))
+        for v, k in zip(t.tolist(), np.searchsorted(edges, np.nextafter(t, np.inf)).tolist(),
+                        strict=True):
+            self._known[v] = int(below[k])
+        return int(below[-1])
+
+    def at_most(self, t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=np.float64)
+        inner = self._inner(t)
+        todo = [v for v in t[inner].tolist() if v not in self._known]
+        if todo:
+            self._query(np.array(todo))
+        out = np.where(t == -np.inf, 0, self.n).astype(np.int64)  # next(t) = ±inf: none or all
+        out[inner] = [self._known[v] for v in t[inner].tolist()]
+        return out
 
 
 def _laplace(scale: float, size: int, source: RandomSource) -> np.ndarray:
@@ -69,8 +183,18 @@ def _laplace(scale: float, size: int, source: RandomSource) -> np.ndarray:
     return source.generator.laplace(0.0, scale, size)
 
 
-def above_threshold_scan(
-    z: np.ndarray,
+def _scores(counts: RankCounts, c: np.ndarray, q: float, negated: bool) -> np.ndarray:
+    """g(c) on the rows (or on the negated rows, for 1 − q: #{−x ≤ c} = n − #{x < −c})."""
+    n = counts.n
+    if not negated:
+        return counts.at_most(c) - q * n
+    # #{x < −c} = #{x ≤ prev(−c)}: exact on doubles
+    below = counts.at_most(np.nextafter(-c, -np.inf))
+    return (n - below) - (1.0 - q) * n
+
+
+def above_threshold_index(
+    counts: RankCounts,
     q: float,
     eps_threshold: float,
     eps_queries: float,
@@ -78,37 +202,48 @@ def above_threshold_scan(
     beta: float,
     scale: float,
     source: RandomSource,
-) -> float:
-    """The first candidate scale·(β^i − 1) with g + ν_i ≥ ρ over sorted rows ``z``."""
-    n = z.size
+    *,
+    negated: bool = False,
+) -> int:
+    """The first index i with g(scale·(β^i − 1)) + ν_i ≥ ρ (module docstring).
+
+    ``negated``: scan the negated rows for the (1 − q)-quantile."""
     rho = float(_laplace(delta / eps_threshold, 1, source)[0])
-    start = 0
-    last = 0.0
-    while True:
-        c = geometric_candidates(start, _BATCH, beta, scale)
-        finite = np.isfinite(c)
-        c = c[finite]
-        if c.size:
-            g = np.searchsorted(z, c, side="right") - q * n
-            nu = _laplace(2.0 * delta / eps_queries, c.size, source)
-            hit = np.flatnonzero(g + nu >= rho)
-            if hit.size:
-                return float(c[hit[0]])
-            last = float(c[-1])
-        if not finite.all():
-            return last  # the grid's public end
-        start += _BATCH
+    end = grid_end(beta, scale)
+    for start, size in batches():
+        size = min(size, end + 1 - start)
+        c = geometric_candidates(start, size, beta, scale)
+        g = _scores(counts, c, q, negated)
+        nu = _laplace(2.0 * delta / eps_queries, c.size, source)
+        hit = np.flatnonzero(g + nu >= rho)
+        if hit.size:
+            return start + int(hit[0])
+        if start + size > end:
+            return end  # the grid's public end
+
+
+def above_threshold_scan(
+    z: np.ndarray, q: float, eps_threshold: float, eps_queries: float, delta: float,
+    beta: float, scale: float, source: RandomSource,
+) -> float:
+    """The candidate scale·(β^i − 1) of :func:`above_threshold_index` over sorted rows ``z``."""
+    i = above_threshold_index(RankCounts(z), q, eps_threshold, eps_queries, delta, beta,
+                              scale, source)
+    return float(geometric_candidates(i, 1, beta, scale)[0])
 
 
 class UnboundedQuantile(Mechanism):
-    """ε-DP q-quantile without bounds (Durfee 2023; module docstring).
+    """ε-DP q-quantile without bounds (module docstring: a scan, then the
+    exponential mechanism on the bracket it released).
 
-    ``UnboundedQuantile(query, epsilon, *, origin=None, beta=1.001, scale=1.0,
-    sign_fraction=0.1)``; ``query`` is a quantile query (only its q and its
-    relation are read: no bounds) or the number q, with ``neighbours=`` then
-    naming the relation (default add/remove).  ``origin``: a public lower
-    bound, if the caller has one (the scan starts there and no sign step is
-    needed).  Guarantee: ``PureDP(epsilon)``.
+    ``UnboundedQuantile(query, epsilon, *, origin=None, beta=1.01, scale=1.0,
+    sign_fraction=0.1, scan_fraction=0.4, bracket=None)``; ``query`` is a
+    quantile query (only its q and its relation are read: no bounds) or the
+    number q, with ``neighbours=`` then naming the relation (default
+    add/remove).  ``origin``: a public lower bound, if the caller has one (the
+    scan starts there and no sign step is needed).  ``scan_fraction=1``:
+    Durfee's scan alone, on the grid of ratio ``beta``.  Guarantee:
+    ``PureDP(epsilon)``.
     """
 
     name = "unbounded_quantile"
@@ -120,9 +255,11 @@ class UnboundedQuantile(Mechanism):
         *,
         neighbours: str | None = None,
         origin: float | None = None,
-        beta: float = 1.001,
+        beta: float = 1.01,
         scale: float = 1.0,
         sign_fraction: float = 0.1,
+        scan_fraction: float = 0.4,
+        bracket: Any = None,
     ) -> None:
         if hasattr(query, "q"):
             self.q = float(query.q)
@@ -138,15 +275,7 @@ class UnboundedQuantile(Mechanism):
             self.neighbours = neighbours if neighbours is not None else "add_remove"
         self.delta = score_sensitivity(self.q, self.neighbours)
         self.epsilon = _validate.epsilon(epsilon)
-        try:
-            b = float(beta)
-        except (TypeError, ValueError):
-            b = math.nan
-        if not (math.isfinite(b) and b > 1.0):
-            raise ParameterError(
-                f"beta must be a number > 1, got {beta!r}", parameter="beta", allowed="> 1"
-            )
-        self.beta = b
+        self.beta = _greater_than_one(beta, "beta")
         try:
             self.scale = _validate.finite_positive(scale, "scale")
         except ValueError as err:
@@ -160,6 +289,36 @@ class UnboundedQuantile(Mechanism):
         self.sign_fraction = 0.0
         if self.origin is None:
             self.sign_fraction = _validate.in_open_interval(sign_fraction, "sign_fraction", 0, 1)
+        try:
+            sf = float(scan_fraction)
+        except (TypeError, ValueError):
+            sf = math.nan
+        if not 0.0 < sf <= 1.0:
+            raise ParameterError(
+                f"scan_fraction must be in (0, 1], got {scan_fraction!r}",
+                parameter="scan_fraction", allowed="(0, 1]",
+            )
+        self.scan_fraction = sf
+        if self.sign_fraction >= sf:
+            raise ParameterError(
+                f"sign_fraction ({self.sign_fraction:g}) must be below scan_fraction ({sf:g}): "
+                "the sign step is part of the scan's share of epsilon",
+                parameter="sign_fraction", allowed=f"< {sf:g}")
+        if bracket is None:
+            bracket = default_bracket(self.q)
+        pair = bracket if isinstance(bracket, tuple | list) else (bracket, bracket)
+        if len(pair) != 2:
+            raise ParameterError(f"bracket must be a number > 1 or a pair (down, up) of them, "
+                                 f"got {bracket!r}", parameter="bracket", allowed="> 1")
+        self.bracket = tuple(_greater_than_one(b, "bracket") for b in pair)
+        # the bracket's half-width in grid steps (public)
+        self._steps = tuple(max(1, math.ceil(math.log(b) / math.log(self.beta)))
+                            for b in self.bracket)
+        self._end = grid_end(self.beta, self.scale)
+
+    @property
+    def two_stage(self) -> bool:
+        return self.scan_fraction < 1.0
 
     @property
     def guarantee(self) -> PureDP:
@@ -173,7 +332,7 @@ class UnboundedQuantile(Mechanism):
         else:
             grid["origin"] = self.origin
             grid["sides"] = "upper"
-        return {
+        p: dict[str, Any] = {
             "q": self.q,
             "epsilon": self.epsilon,
             "neighbours": self.neighbours,
@@ -181,30 +340,102 @@ class UnboundedQuantile(Mechanism):
             "grid": grid,
             "sign_fraction": self.sign_fraction,
         }
+        if self.two_stage:
+            p["stages"] = {
+                "scan": {"epsilon": self.scan_fraction * self.epsilon},
+                "exponential": {
+                    "epsilon": self.epsilon - self.scan_fraction * self.epsilon,
+                    "base": "log",
+                    "range": f"[v(j - {self._steps[0]}), v(j + {self._steps[1]})] "
+                             f"(factors {self.bracket[0]:g} down, {self.bracket[1]:g} up), "
+                             "j the scan's index",
+                },
+                "composition": "sequential",
+            }
+        return p
 
-    # ε split: sign step, then AboveThreshold's threshold and queries
+    # ε split: sign step, then AboveThreshold's threshold and queries, then the EM
     def _budgets(self) -> tuple[float, float, float]:
+        scan = self.scan_fraction * self.epsilon
         eps_sign = self.sign_fraction * self.epsilon
-        eps_at = self.epsilon - eps_sign
+        eps_at = scan - eps_sign
         return eps_sign, _AT_SPLIT * eps_at, (1.0 - _AT_SPLIT) * eps_at
+
+    def value_at(self, j: int) -> float:
+        """v(j), the grid's candidate at signed index j (public)."""
+        j = int(min(max(j, -self._end), self._end))
+        if self.origin is not None:
+            return self.origin + float(geometric_candidates(max(j, 0), 1, self.beta, self.scale)[0])
+        v = float(geometric_candidates(abs(j), 1, self.beta, self.scale)[0])
+        return -v + 0.0 if j < 0 else v
+
+    def bracket_for(self, j: int) -> tuple[float, float]:
+        """R = [v(j − K), v(j + K)] (module docstring; public given j)."""
+        lo_j = j - self._steps[0]
+        if self.origin is not None:
+            lo_j = max(lo_j, 0)
+        return self.value_at(lo_j), self.value_at(j + self._steps[1])
 
     def _rows(self, data: Any) -> np.ndarray:
         return sorted_rows(data, -math.inf, math.inf)
 
-    def release(self, data: Any, rng: Any = None) -> Release:
-        source: RandomSource = resolve(rng)
-        return self._record(self._draw(self._rows(data), source), source)
+    def first_thresholds(self) -> np.ndarray:
+        """The thresholds the release reads first, from public parameters only: 0 and
+        the scan's first batch on both sides (one aggregate out of core)."""
+        c = geometric_candidates(0, _FIRST_BATCH, self.beta, self.scale)
+        if self.origin is not None:
+            return self.origin + c
+        return np.concatenate(([0.0], c, np.nextafter(-c, -np.inf)))
 
-    def _draw(self, x: np.ndarray, source: RandomSource) -> float:
+    def scan_index(self, counts: RankCounts, source: RandomSource) -> int:
+        """The scan-only release's signed index j (sign step, then one scan)."""
         eps_sign, eps_t, eps_q = self._budgets()
         args = (eps_t, eps_q, self.delta, self.beta, self.scale, source)
         if self.origin is not None:
-            return self.origin + above_threshold_scan(x - self.origin, self.q, *args)
-        g0 = np.searchsorted(x, 0.0, side="right") - self.q * x.size
+            return above_threshold_index(_Shifted(counts, self.origin), self.q, *args)
+        g0 = float(counts.at_most(np.zeros(1))[0]) - self.q * counts.n
         below = g0 + float(_laplace(self.delta / eps_sign, 1, source)[0]) >= 0.0
         if below:  # the quantile is ≤ 0: scan the negated rows for 1 − q
-            return -above_threshold_scan(np.sort(-x), 1.0 - self.q, *args)
-        return above_threshold_scan(x, self.q, *args)
+            return -above_threshold_index(counts, self.q, *args, negated=True)
+        return above_threshold_index(counts, self.q, *args)
+
+    def second_stage(self, j: int) -> ExponentialQuantile:
+        """Stage 2's mechanism given the scan's index j (public)."""
+        from ..queries.order import Quantile
+
+        lo, hi = self.bracket_for(j)
+        eps = self.epsilon - self.scan_fraction * self.epsilon
+        return ExponentialQuantile(Quantile(self.q, lo, hi, neighbours=self.neighbours), eps,
+                                   base="log")
+
+    def draw_from(self, counts: RankCounts, read: Callable[[float, float], Callable],
+                  source: RandomSource) -> float:
+        """One release from the scans' counts and, for stage 2, ``read(lo, hi)`` → the
+        ``read(start, stop)`` of :meth:`ExponentialQuantile.pieces` over the rows
+        clamped to [lo, hi] (an array here, ``order_window`` out of core)."""
+        j = self.scan_index(counts, source)
+        if not self.two_stage:
+            return self.value_at(j)
+        em = self.second_stage(j)
+        return em._draw(em.pieces(counts.n, read(em.lower, em.upper)), source)
+
+    def _draw(self, x: np.ndarray, source: RandomSource) -> float:
+        def read(lo: float, hi: float) -> Callable[[int, int], np.ndarray]:
+            from ..backends.numpy import pad_window
+
+            z = np.clip(x, lo, hi) + 0.0  # sorted stays sorted; −0.0 → 0.0 as the engines
+
+            def window(start: int, stop: int) -> np.ndarray:
+                return pad_window(z[max(start, 0):], start, stop, lo, hi,
+                                  offset=max(start, 0), n=z.size)
+
+            return window
+
+        return self.draw_from(RankCounts(x), read, source)
+
+    def release(self, data: Any, rng: Any = None) -> Release:
+        source: RandomSource = resolve(rng)
+        return self._record(self._draw(self._rows(data), source), source)
 
     def sample(self, data: Any, size: int, rng: Any = None) -> np.ndarray:
         """``size`` independent releases on one dataset (the release path, repeated)."""
@@ -212,56 +443,119 @@ class UnboundedQuantile(Mechanism):
         x = self._rows(data)
         return np.array([self._draw(x, source) for _ in range(int(size))])
 
-    def output_probabilities(self, data: Any, count: int = 64) -> dict[Any, float]:
-        """Exact law (numerical quadrature over the threshold noise), for tests.
+    # -- the exact law (tests) ----------------------------------------------------------
+
+    def scan_probabilities(self, data: Any, count: int = 64) -> dict[Any, float]:
+        """Exact law of the scan-only release's signed index j (numerical quadrature
+        over the threshold noise), for tests.
 
         Theorem (AboveThreshold's law): given ρ the ν_i are independent, so
-        P(c_i | ρ) = Π_{j<i} F(ρ − g_j)·(1 − F(ρ − g_i)) with F the Lap(2Δ/ε₂)
-        cdf; integrating against ρ's Lap(Δ/ε₁) density gives P(c_i).  The
-        sign step mixes the two scans with P(below) = 1 − F_s(−g(0)).  The
-        first ``count`` candidates are listed one by one; the rest of the
-        mass is the outcome ``"tail"`` (a coarsening, which can only hide
-        loss, never add it).  ``count`` is public, the same for every dataset.
-        """
+        P(i | ρ) = Π_{k<i} F(ρ − g_k)·(1 − F(ρ − g_i)) with F the Lap(2Δ/ε₂)
+        cdf; integrating against ρ's Lap(Δ/ε₁) density gives P(i)
+        (:func:`scan_law`).  The sign step mixes the two scans with P(below) =
+        1 − F_s(−g(0)).  The first ``count`` indices either way are listed one by
+        one; the rest of the mass is the outcome ``"tail"`` (``("tail",
+        "below")`` on the negative side): a coarsening, which can only hide
+        loss, never add it.  ``count`` is public, the same for every dataset."""
         x = self._rows(data)
         key = (tuple(x.tolist()), count)
         cache = self.__dict__.setdefault("_law_cache", {})
         if key not in cache:
-            cache[key] = self._law(x, count)
+            cache[key] = self._index_law(x, count)
         return cache[key]
 
-    def _law(self, x: np.ndarray, tail: int) -> dict[Any, float]:
+    def _index_law(self, x: np.ndarray, count: int) -> dict[Any, float]:
+        counts = RankCounts(x)
         eps_sign, eps_t, eps_q = self._budgets()
+        grid = (self.beta, self.scale, count)
         if self.origin is not None:
-            law = self._scan_law(x - self.origin, self.q, eps_t, eps_q, tail)
-            return {(k if k == "tail" else self.origin + k): v for k, v in law.items()}
-        g0 = np.searchsorted(x, 0.0, side="right") - self.q * x.size
-        b = self.delta / eps_sign
-        p_below = 1.0 - float(Laplace(b).cdf(-g0))
+            return scan_law(_Shifted(counts, self.origin), self.q, eps_t, eps_q, self.delta,
+                            *grid)
+        g0 = float(counts.at_most(np.zeros(1))[0]) - self.q * x.size
+        p_below = 1.0 - float(Laplace(self.delta / eps_sign).cdf(-g0))
         out: dict[Any, float] = {}
-        for key, v in self._scan_law(x, self.q, eps_t, eps_q, tail).items():
-            out[key] = out.get(key, 0.0) + (1.0 - p_below) * v
-        for key, v in self._scan_law(np.sort(-x), 1.0 - self.q, eps_t, eps_q, tail).items():
-            k = key if key == "tail" else -key + 0.0
-            k = ("tail", "below") if key == "tail" else k
+        for j, v in scan_law(counts, self.q, eps_t, eps_q, self.delta, *grid).items():
+            out[j] = out.get(j, 0.0) + (1.0 - p_below) * v
+        for j, v in scan_law(counts, self.q, eps_t, eps_q, self.delta, *grid,
+                             negated=True).items():
+            k = ("tail", "below") if j == "tail" else -j
             out[k] = out.get(k, 0.0) + p_below * v
         return out
 
-    def _scan_law(self, z, q, eps_t, eps_q, tail) -> dict[Any, float]:
-        n = z.size
-        b_t, b_q = self.delta / eps_t, 2.0 * self.delta / eps_q
-        c = geometric_candidates(0, tail, self.beta, self.scale)
-        g = np.searchsorted(z, c, side="right") - q * n
-        span = 40.0 * max(b_t, b_q)
-        # g lies in [−qn, (1 − q)n]: the same quadrature nodes for every table of size n
-        r = np.linspace(-q * n - span, (1 - q) * n + span, 40_001)
-        w = np.exp(-np.abs(r) / b_t) / (2 * b_t)
-        F = Laplace(b_q).cdf
-        survive = np.ones_like(r)
-        law: dict[Any, float] = {}
-        for ci, gi in zip(c, g, strict=True):
-            below = F(r - gi)  # P(g_i + ν_i < ρ)
-            law[float(ci)] = float(np.trapezoid(w * survive * (1.0 - below), r))
-            survive = survive * below
-        law["tail"] = max(0.0, 1.0 - sum(law.values()))
-        return law
+    def output_probabilities(self, data: Any, count: int = 64) -> dict[Any, float]:
+        """The scan-only release's exact law (``scan_fraction=1``): value → mass
+        (module docstring); two stages: :meth:`stage_laws`."""
+        if self.two_stage:
+            raise ParameterError(
+                "output_probabilities is the scan-only law (scan_fraction=1); the two-stage "
+                "release has a density: use stage_laws", parameter="scan_fraction")
+        out: dict[Any, float] = {}
+        for j, p in self.scan_probabilities(data, count).items():
+            k = j if isinstance(j, str | tuple) else self.value_at(j)
+            out[k] = out.get(k, 0.0) + p
+        return out
+
+    def stage_laws(self, data: Any, count: int = 64) -> list[tuple[Any, float, Any]]:
+        """The joint law of the two stages: (j, P(j), law of the value given j) for the
+        listed scan indices (:meth:`scan_probabilities`), and (key, mass, None) for
+        the scan's tails.  The value is post-processing of the pair (j, value), so
+        the pair's privacy loss bounds the value's."""
+        x = self._rows(data)
+        return [(j, p, None if isinstance(j, str | tuple) else
+                 self.second_stage(j).output_distribution(x))
+                for j, p in self.scan_probabilities(x, count).items()]
+
+
+def scan_law(counts: RankCounts, q: float, eps_t: float, eps_q: float, delta: float,
+             beta: float, scale: float, tail: int, *, negated: bool = False) -> dict[Any, float]:
+    """P(index = i) of :func:`above_threshold_index` for i < ``tail``, and the rest as
+    ``"tail"`` (quadrature over ρ; see :meth:`UnboundedQuantile.scan_probabilities`)."""
+    n = counts.n
+    b_t, b_q = delta / eps_t, 2.0 * delta / eps_q
+    c = geometric_candidates(0, tail, beta, scale)
+    g = _scores(counts, c, q, negated)
+    qq = 1.0 - q if negated else q
+    span = 40.0 * max(b_t, b_q)
+    # g lies in [−qn, (1 − q)n]: the same quadrature nodes for every table of size n
+    r = np.linspace(-qq * n - span, (1 - qq) * n + span, 40_001)
+    w = np.exp(-np.abs(r) / b_t) / (2 * b_t)
+    F = Laplace(b_q).cdf
+    survive = np.ones_like(r)
+    law: dict[Any, float] = {}
+    for i, gi in enumerate(g):
+        below = F(r - gi)  # P(g_i + ν_i < ρ)
+        law[i] = float(np.trapezoid(w * survive * (1.0 - below), r))
+        survive = survive * below
+    law["tail"] = max(0.0, 1.0 - sum(law.values()))
+    return law
+
+
+class _Shifted(RankCounts):
+    """Counts of x − origin at thresholds t: #{x ≤ origin + t} (rounded as the sum)."""
+
+    def __init__(self, counts: RankCounts, origin: float) -> None:
+        self.inner, self.origin, self.n = counts, origin, counts.n
+
+    def at_most(self, t: np.ndarray) -> np.ndarray:
+        return self.inner.at_most(self.origin + np.asarray(t, dtype=np.float64))
+
+
+def default_bracket(q: float) -> tuple[float, float]:
+    """(down, up) factors of the default bracket: 4^max(1, 6q) below the scan's value
+    and 4^max(1, 6(1 − q)) above (public: q only).  A side of the bracket far in
+    rank from the quantile (q·n rows below it, (1 − q)·n above) costs the
+    exponential mechanism little however wide it is, and a wide side catches a
+    scan that stopped early (or late); a side near in rank stays a factor 4."""
+    return 4.0 ** max(1.0, 6.0 * q), 4.0 ** max(1.0, 6.0 * (1.0 - q))
+
+
+def _greater_than_one(value: Any, name: str) -> float:
+    try:
+        b = float(value)
+    except (TypeError, ValueError):
+        b = math.nan
+    if not (math.isfinite(b) and b > 1.0):
+        raise ParameterError(
+            f"{name} must be a number > 1, got {value!r}", parameter=name, allowed="> 1"
+        )
+    return b

@@ -2,8 +2,9 @@
 
 Each level q_j is released by :class:`~instancedp.mechanisms.unbounded.
 UnboundedQuantile` (Durfee, NeurIPS 2023: AboveThreshold over a geometric
-grid of candidates, no bound taken from the data or from the float range) at
-ε/m; the vector is sorted.  Basic composition of m pure ε/m-DP releases is
+grid of candidates places a bracket, then the exponential mechanism inside
+it; no bound taken from the data or from the float range) at ε/m; the vector
+is sorted.  Basic composition of m pure ε/m-DP releases is
 ε-DP under the relation each holds for (Dwork & Roth 2014, Thm. 3.16), and
 sorting is post-processing.  This is the bound-free variant of the several-
 quantile release: the joint and recursive mechanisms need a finite range.
@@ -31,7 +32,8 @@ class UnboundedQuantiles(Mechanism):
     name = "unbounded_quantiles"
 
     def __init__(
-        self, qs: Any, epsilon: float, *, neighbours: str = "add_remove", beta: float = 1.001
+        self, qs: Any, epsilon: float, *, neighbours: str = "add_remove",
+        beta: float | None = None,
     ) -> None:
         from ..queries.quantiles import _levels
 
@@ -46,9 +48,10 @@ class UnboundedQuantiles(Mechanism):
         self.neighbours = _validate.one_of(neighbours, _RELATIONS, "neighbours")
         self.epsilon = _validate.epsilon(epsilon)
         share = self.epsilon / len(levels)
-        # beta: the grid's ratio (public); each scan takes ~log_beta(|value|) steps
+        # beta: the scan grid's ratio (public; default the single quantile's)
+        grid = {} if beta is None else {"beta": beta}
         self._parts = [
-            UnboundedQuantile(q, share, neighbours=neighbours, beta=beta) for q in levels
+            UnboundedQuantile(q, share, neighbours=neighbours, **grid) for q in levels
         ]
 
     @property
