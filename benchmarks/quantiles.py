@@ -498,8 +498,9 @@ def main(argv: list[str] | None = None) -> dict:
                 if other.get(k):
                     res[k] = other[k]
             res["commands"] = commands_of(res) + commands_of(other)
-        res["notes"] = [n for n in dict.fromkeys(res["notes"] + args.note)
-                        if not any(d in n for d in args.drop_note)]
+        # --drop-note removes earlier notes only; this step's --note lines are kept
+        res["notes"] = list(dict.fromkeys(
+            [n for n in res["notes"] if not any(d in n for d in args.drop_note)] + args.note))
         if (args.note or args.drop_note or args.drop_command) and not args.merge:
             res["commands"] = commands_of(res) + [command]
         if args.merge:
@@ -680,6 +681,7 @@ def goal_rows(rows: list[dict]) -> list[str]:
     """Markdown rows: joint (uniform, then log chart) ÷ the better peer per (data, n, ε),
     for m = 3 and m = 9."""
     best: dict[tuple, float] = {}
+    peers: dict[tuple, list[str]] = {}  # (data, n, ε) -> the peers that ran
     joint: dict[str, dict[tuple, float]] = {"joint (GJK 2021)": {}, JOINT_GRID: {},
                                             JOINT_LOG: {}}
     for r in rows:
@@ -690,9 +692,13 @@ def goal_rows(rows: list[dict]) -> list[str]:
             joint[r["method"]][key] = r["mean_abs_error"]
         elif r["method"] in ("opendp ε/m", "tumult ε/m"):
             best[key] = min(best.get(key, np.inf), r["mean_abs_error"])
+            names = peers.setdefault(key[:3], [])
+            if r["method"] not in names:
+                names.append(r["method"])
     out = []
     for d, n, eps in dict.fromkeys(k[:3] for k in best):
-        cells = []
+        names = peers[(d, n, eps)]
+        cells = ["both" if len(names) > 1 else names[0].split()[0]]
         for table in joint.values():
             for m in (3, 9):
                 k = (d, n, eps, m)
@@ -764,15 +770,16 @@ def write(res: dict, name: str) -> None:
             "## The default against the peers (add/remove, quartiles m = 3 and deciles m = 9)",
             "",
             "Joint mechanism's mean error ÷ the better of OpenDP and Tumult at ε/m each "
-            "(goal: ≤ 1.0× on quartiles, ≤ 0.5× on deciles, every cell); uniform base "
+            "(÷ the one that ran where the 'peers' column names one; goal: ≤ 1.0× on "
+            "quartiles, ≤ 0.5× on deciles, every cell); uniform base "
             "measure (the default without a declared resolution), on the column's declared "
             "resolution (base 'grid', the default with one; – where the column declares "
             "none) and the log chart.",
             "",
-            "| data | n | ε | quartiles (m = 3) | deciles (m = 9) | quartiles, declared "
-            "resolution | deciles, declared resolution | quartiles, log chart | "
+            "| data | n | ε | peers | quartiles (m = 3) | deciles (m = 9) | quartiles, "
+            "declared resolution | deciles, declared resolution | quartiles, log chart | "
             "deciles, log chart |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|",
             *goal,
             "",
         ]
