@@ -304,9 +304,11 @@ def run_block(dname: str, n: int, trials: int, log_chart: bool = False,
             "data": data, "bounds": bounds, "desc": desc}
 
 
-def recheck_mechanisms(query: Quantiles, eps: float, dname: str) -> dict[str, Any]:
+def recheck_mechanisms(query: Quantiles, eps: float, dname: str,
+                       spreads: list[int] | None = None) -> dict[str, Any]:
     """What a re-measured cell runs: the default's candidates (continuous base, log chart,
-    the recursive algorithm, and on a declared resolution every grid spread)."""
+    the recursive algorithm, and on a declared resolution every grid spread, or
+    ``spreads``)."""
     from instancedp.mechanisms.joint_quantiles import DEFAULT_SPREAD, SPREADS
 
     mechs: dict[str, Any] = {
@@ -315,7 +317,7 @@ def recheck_mechanisms(query: Quantiles, eps: float, dname: str) -> dict[str, An
         "recursive (KSS 2022)": RecursiveQuantiles(query, eps),
     }
     if dname in RESOLUTION:
-        for s in SPREADS:
+        for s in spreads or SPREADS:
             label = JOINT_GRID + (" (default spread 7)" if s == DEFAULT_SPREAD else
                                   f", spread {s}")
             mechs[label] = JointQuantiles(query, eps, base="grid",
@@ -323,9 +325,11 @@ def recheck_mechanisms(query: Quantiles, eps: float, dname: str) -> dict[str, An
     return mechs
 
 
-def recheck(dname: str, n: int, eps: float, m: int, trials: int) -> dict:
+def recheck(dname: str, n: int, eps: float, m: int, trials: int,
+            peers: tuple[str, ...] = ("opendp", "tumult"),
+            spreads: list[int] | None = None) -> dict:
     """One add/remove cell with more trials: per-level errors of the default's candidates
-    and of both peers on the same datasets (the first trials are the table's), and each
+    and of the peers on the same datasets (the first trials are the table's), and each
     mechanism's error ÷ the better peer with a 95 % paired bootstrap interval over trials."""
     t0 = time.perf_counter()
     pool, bounds, _desc = load_dataset(dname)
@@ -335,14 +339,14 @@ def recheck(dname: str, n: int, eps: float, m: int, trials: int) -> dict:
     query = Quantiles(qs, *bounds)
     truth = np.array([query.value(x) for x in data])
     per: dict[str, np.ndarray] = {}  # label -> trials × m absolute errors
-    for label, mech in recheck_mechanisms(query, eps, dname).items():
+    for label, mech in recheck_mechanisms(query, eps, dname, spreads).items():
         outs = [mech.sample(x, 1, simulation([k, n, m]))[0] for k, x in enumerate(data)]
         per[label] = np.abs(np.array(outs) - truth)
     job = {"bounds": list(bounds), "grid": 10_001, "data": [x.tolist() for x in data],
            "tasks": [{"data": k, "qs": qs, "eps_each": eps / m, "eps": eps, "m": m}
                      for k in range(trials)]}
     versions = {}
-    for peer in ("opendp", "tumult"):
+    for peer in peers:
         results, info = run_peer(peer, job)
         if results is None:
             raise RuntimeError(info)
@@ -350,9 +354,8 @@ def recheck(dname: str, n: int, eps: float, m: int, trials: int) -> dict:
         per[f"{peer} ε/m"] = np.abs(np.array(results) - truth)
     boot = np.random.default_rng(0).integers(0, trials, (2000, trials))
     means = {k: v.mean(axis=1) for k, v in per.items()}  # per-trial mean over levels
-    best_peer = np.minimum(means["opendp ε/m"][boot].mean(axis=1),
-                           means["tumult ε/m"][boot].mean(axis=1))
-    peer_mean = min(means["opendp ε/m"].mean(), means["tumult ε/m"].mean())
+    best_peer = np.min([means[f"{p} ε/m"][boot].mean(axis=1) for p in peers], axis=0)
+    peer_mean = min(means[f"{p} ε/m"].mean() for p in peers)
     methods = {}
     for label, errs in per.items():
         ratio = means[label][boot].mean(axis=1) / best_peer
@@ -482,6 +485,10 @@ def main(argv: list[str] | None = None) -> dict:
                     help="re-measure one add/remove cell with --trials trials (per-level "
                          "errors, the default's candidates, both peers, bootstrap intervals) "
                          "and put it into --out's saved JSON; repeatable")
+    ap.add_argument("--recheck-peers", nargs="+", default=["opendp", "tumult"],
+                    choices=["opendp", "tumult"], help="peers of --recheck (both)")
+    ap.add_argument("--recheck-spreads", nargs="+", type=int, default=None,
+                    help="grid spreads of --recheck (all)")
     args = ap.parse_args(argv)
     command = "benchmarks/quantiles.py " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.report_only or args.merge:
@@ -515,7 +522,8 @@ def main(argv: list[str] | None = None) -> dict:
         return res
     if args.recheck:
         res = json.loads((OUT / f"{args.out}.json").read_text())
-        done = [recheck(d, int(n), float(e), int(m), args.trials or 100)
+        done = [recheck(d, int(n), float(e), int(m), args.trials or 100,
+                        tuple(args.recheck_peers), args.recheck_spreads)
                 for d, n, e, m in args.recheck]
         keys = {(r["dataset"], r["n"], r["epsilon"], r["m"]) for r in done}
         res["rechecks"] = [r for r in res.get("rechecks", [])
@@ -861,9 +869,10 @@ def recheck_lines(rechecks: list[dict]) -> list[str]:
         "",
     ]
     for r in rechecks:
+        peers = " and ".join(p.split()[0] for p in r["peer_versions"].values())
         out += [
             f"**{r['dataset']}, n = {r['n']}, ε = {r['epsilon']:g}, m = {r['m']}** "
-            f"({r['trials']} trials):",
+            f"({r['trials']} trials; peers: {peers}):",
             "",
             "| mechanism | mean error | ÷ better peer (95 % CI) | error per level |",
             "|---|---|---|---|",
