@@ -894,15 +894,19 @@ def plot(res: dict, path: Path) -> None:
 
     rows = [r for r in res["rows"] if r["relation"] == "add_remove"]
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    peer_ns = [
-        r["n"] for r in rows if r["method"].endswith("ε/m") and "independent" not in r["method"]
-    ]
-    n = max(peer_ns or [r["n"] for r in rows])  # the largest n the peers ran at
+    ran: dict[int, set[str]] = {}
+    for r in rows:
+        if r["method"] in ("opendp ε/m", "tumult ε/m"):
+            ran.setdefault(r["n"], set()).add(r["method"])
+    both = [k for k, v in ran.items() if len(v) == 2]
+    # the largest n both peers ran at (else the largest any peer ran at, else any n)
+    n = max(both or list(ran) or [r["n"] for r in rows])
     fig, axes = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 7), squeeze=False)
+    methods = list(dict.fromkeys(r["method"] for r in rows))
     for i, eps in enumerate((0.5, 2.0)):
         for j, d in enumerate(datasets):
             ax = axes[i][j]
-            for method in dict.fromkeys(r["method"] for r in rows):
+            for method in methods:
                 pts = sorted(
                     (r["m"], r["mean_abs_error"])
                     for r in rows
@@ -911,13 +915,18 @@ def plot(res: dict, path: Path) -> None:
                     and r["epsilon"] == eps
                     and r["n"] == n
                 )
-                if pts:
-                    ax.plot(*zip(*pts, strict=True), marker="o", label=method)
+                if pts:  # one colour per method in every panel
+                    ax.plot(*zip(*pts, strict=True), marker="o", label=method,
+                            color=f"C{methods.index(method) % 10}")
             ax.set_yscale("log")
             ax.set_title(f"{d}, n = {n}, ε = {eps:g} (add/remove)", fontsize=9)
             ax.set_xlabel("m quantiles")
             ax.set_ylabel("mean |error|")
-    axes[0][0].legend(fontsize=7)
+    handles = {}
+    for ax in axes.ravel():
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    axes[0][0].legend(handles.values(), handles.keys(), fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
