@@ -62,7 +62,7 @@ JOINT_LOG = "joint, log chart"
 JOINT_GRID = "joint, declared resolution"
 #: declared resolutions (public: a type or a scale, never read from the rows): the
 #: elevations are integers, the closing prices have two decimals; normal declares none
-RESOLUTION = {"integers": 1.0, "goog": 0.01, "elevation": 1.0}
+RESOLUTION = {"integers": 1.0, "goog": 0.01, "elevation": 1.0, "atoms": 0.01}
 OUT = ROOT / "docs" / "results"
 
 PEER_CODE = {
@@ -132,6 +132,11 @@ def load_dataset(name: str) -> tuple[np.ndarray | None, tuple[float, float], str
     if name == "integers":
         return None, (0.0, 2000.0), ("round(N(500, 100)): synthetic integers (ties), a fresh "
                                      "sample per trial, bounds [0, 2000], declared resolution 1")
+    if name == "atoms":
+        return None, (0.0, 1000.0), (
+            "a fresh pool of 1,000 values from N(400, 100) rounded to 0.01, resampled "
+            "with replacement (n/1000 ties per value on average, gaps between values far "
+            "wider than the grid), bounds [0, 1000], declared resolution 0.01")
     if name == "goog":
         import csv
         from importlib.resources import files
@@ -166,6 +171,9 @@ def draw_data(pool: np.ndarray | None, n: int, gen: np.random.Generator,
               name: str = "normal") -> np.ndarray:
     if name == "integers":
         return np.rint(gen.normal(500.0, 100.0, n))
+    if name == "atoms":
+        atoms = np.clip(np.round(gen.normal(400.0, 100.0, 1000), 2), 0.0, 1000.0)
+        return gen.choice(atoms, n, replace=True)
     if pool is None:
         return gen.normal(0.0, 1.0, n)
     return gen.choice(pool, n, replace=n > pool.size)
@@ -296,6 +304,73 @@ def run_block(dname: str, n: int, trials: int, log_chart: bool = False,
             "data": data, "bounds": bounds, "desc": desc}
 
 
+def recheck_mechanisms(query: Quantiles, eps: float, dname: str,
+                       spreads: list[int] | None = None) -> dict[str, Any]:
+    """What a re-measured cell runs: the default's candidates (continuous base, log chart,
+    the recursive algorithm, and on a declared resolution every grid spread, or
+    ``spreads``)."""
+    from instancedp.mechanisms.joint_quantiles import DEFAULT_SPREAD, SPREADS
+
+    mechs: dict[str, Any] = {
+        "joint (GJK 2021)": JointQuantiles(query, eps),
+        JOINT_LOG: JointQuantiles(query, eps, base="log"),
+        "recursive (KSS 2022)": RecursiveQuantiles(query, eps),
+    }
+    if dname in RESOLUTION:
+        for s in spreads or SPREADS:
+            label = JOINT_GRID + (" (default spread 7)" if s == DEFAULT_SPREAD else
+                                  f", spread {s}")
+            mechs[label] = JointQuantiles(query, eps, base="grid",
+                                          resolution=RESOLUTION[dname], spread=s)
+    return mechs
+
+
+def recheck(dname: str, n: int, eps: float, m: int, trials: int,
+            peers: tuple[str, ...] = ("opendp", "tumult"),
+            spreads: list[int] | None = None) -> dict:
+    """One add/remove cell with more trials: per-level errors of the default's candidates
+    and of the peers on the same datasets (the first trials are the table's), and each
+    mechanism's error ÷ the better peer with a 95 % paired bootstrap interval over trials."""
+    t0 = time.perf_counter()
+    pool, bounds, _desc = load_dataset(dname)
+    gen = np.random.default_rng([n, len(dname)])  # run_block's datasets, extended
+    data = [draw_data(pool, n, gen, dname) for _ in range(trials)]
+    qs = levels(m)
+    query = Quantiles(qs, *bounds)
+    truth = np.array([query.value(x) for x in data])
+    per: dict[str, np.ndarray] = {}  # label -> trials × m absolute errors
+    for label, mech in recheck_mechanisms(query, eps, dname, spreads).items():
+        outs = [mech.sample(x, 1, simulation([k, n, m]))[0] for k, x in enumerate(data)]
+        per[label] = np.abs(np.array(outs) - truth)
+    job = {"bounds": list(bounds), "grid": 10_001, "data": [x.tolist() for x in data],
+           "tasks": [{"data": k, "qs": qs, "eps_each": eps / m, "eps": eps, "m": m}
+                     for k in range(trials)]}
+    versions = {}
+    for peer in peers:
+        results, info = run_peer(peer, job)
+        if results is None:
+            raise RuntimeError(info)
+        versions[peer] = info
+        per[f"{peer} ε/m"] = np.abs(np.array(results) - truth)
+    boot = np.random.default_rng(0).integers(0, trials, (2000, trials))
+    means = {k: v.mean(axis=1) for k, v in per.items()}  # per-trial mean over levels
+    best_peer = np.min([means[f"{p} ε/m"][boot].mean(axis=1) for p in peers], axis=0)
+    peer_mean = min(means[f"{p} ε/m"].mean() for p in peers)
+    methods = {}
+    for label, errs in per.items():
+        ratio = means[label][boot].mean(axis=1) / best_peer
+        methods[label] = {
+            "mean_abs_error": float(errs.mean()),
+            "per_level_abs_error": errs.mean(axis=0).tolist(),
+            "per_trial_abs_error": means[label].tolist(),
+            "ratio_to_better_peer": float(errs.mean() / peer_mean),
+            "ratio_ci95": [float(v) for v in np.percentile(ratio, [2.5, 97.5])],
+        }
+    return {"dataset": dname, "n": n, "epsilon": eps, "m": m, "trials": trials,
+            "relation": "add_remove", "methods": methods, "peer_versions": versions,
+            "seconds": time.perf_counter() - t0}
+
+
 def time_describe(rows: int, columns: int = 10) -> dict:
     """Session.describe on a Parquet file vs DuckDB's exact SUMMARIZE, same run."""
     import tempfile
@@ -395,6 +470,9 @@ def main(argv: list[str] | None = None) -> dict:
                     help="drop the notes containing this text (superseded by a later step)")
     ap.add_argument("--describe-only", action="store_true",
                     help="with --retime: only the describe timing (the joint's kept)")
+    ap.add_argument("--drop-command", action="append", default=[],
+                    help="with --merge/--report-only: drop the listed steps containing this "
+                         "text (steps whose rows a later step replaced)")
     ap.add_argument("--note", action="append", default=[],
                     help="a line added to the report's notes (with --merge/--report-only)")
     ap.add_argument("--log-chart", action="store_true",
@@ -402,6 +480,15 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--grid-only", action="store_true",
                     help="run only the joint mechanism on the declared resolution (no peers, "
                          "no timing) and put its rows into --out's saved JSON")
+    ap.add_argument("--recheck", nargs=4, action="append", default=None,
+                    metavar=("DATA", "N", "EPS", "M"),
+                    help="re-measure one add/remove cell with --trials trials (per-level "
+                         "errors, the default's candidates, both peers, bootstrap intervals) "
+                         "and put it into --out's saved JSON; repeatable")
+    ap.add_argument("--recheck-peers", nargs="+", default=["opendp", "tumult"],
+                    choices=["opendp", "tumult"], help="peers of --recheck (both)")
+    ap.add_argument("--recheck-spreads", nargs="+", type=int, default=None,
+                    help="grid spreads of --recheck (all)")
     args = ap.parse_args(argv)
     command = "benchmarks/quantiles.py " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.report_only or args.merge:
@@ -418,9 +505,10 @@ def main(argv: list[str] | None = None) -> dict:
                 if other.get(k):
                     res[k] = other[k]
             res["commands"] = commands_of(res) + commands_of(other)
-        res["notes"] = [n for n in dict.fromkeys(res["notes"] + args.note)
-                        if not any(d in n for d in args.drop_note)]
-        if (args.note or args.drop_note) and not args.merge:
+        # --drop-note removes earlier notes only; this step's --note lines are kept
+        res["notes"] = list(dict.fromkeys(
+            [n for n in res["notes"] if not any(d in n for d in args.drop_note)] + args.note))
+        if (args.note or args.drop_note or args.drop_command) and not args.merge:
             res["commands"] = commands_of(res) + [command]
         if args.merge:
             order = {d: i for i, d in enumerate(("normal", "integers", "goog", "elevation"))}
@@ -428,6 +516,20 @@ def main(argv: list[str] | None = None) -> dict:
                                             r["m"]))
             res["sign_tests"] = sign_tests(res["rows"])
             res["commands"] = res["commands"] + [command]
+        res["commands"] = [c for c in commands_of(res)
+                           if c == command or not any(d in c for d in args.drop_command)]
+        write(res, args.out)
+        return res
+    if args.recheck:
+        res = json.loads((OUT / f"{args.out}.json").read_text())
+        done = [recheck(d, int(n), float(e), int(m), args.trials or 100,
+                        tuple(args.recheck_peers), args.recheck_spreads)
+                for d, n, e, m in args.recheck]
+        keys = {(r["dataset"], r["n"], r["epsilon"], r["m"]) for r in done}
+        res["rechecks"] = [r for r in res.get("rechecks", [])
+                           if (r["dataset"], r["n"], r["epsilon"], r["m"]) not in keys] + done
+        res["seconds"] += sum(r["seconds"] for r in done)
+        res["commands"] = commands_of(res) + [command]
         write(res, args.out)
         return res
     if args.grid_only:
@@ -523,6 +625,7 @@ def main(argv: list[str] | None = None) -> dict:
                         "mean_abs_error": float(a[:, 0].mean()),
                         "median_abs_error": float(np.median(a[:, 0])),
                         "mean_rank_error": float(a[:, 1].mean()),
+                        "per_trial_abs_error": a[:, 0].tolist(),
                         "seconds": (time.perf_counter() - t0) / len(cells),
                     }
                 )
@@ -566,6 +669,18 @@ def _flags(res: dict) -> str:
     return flags
 
 
+def trials_text(rows: list[dict]) -> str:
+    """'20 trials per cell at n = 1000, 10000; 10 at n = 100000' (trials by row count)."""
+    by: dict[int, list[int]] = {}
+    for r in rows:
+        by.setdefault(r["trials"], [])
+        if r["n"] not in by[r["trials"]]:
+            by[r["trials"]].append(r["n"])
+    parts = [f"{t} at n = {', '.join(str(n) for n in sorted(ns))}" for t, ns in by.items()]
+    return "trials per cell: " + "; ".join(parts) if len(parts) > 1 else (
+        f"{next(iter(by))} trials per cell")
+
+
 def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
@@ -574,6 +689,7 @@ def goal_rows(rows: list[dict]) -> list[str]:
     """Markdown rows: joint (uniform, then log chart) ÷ the better peer per (data, n, ε),
     for m = 3 and m = 9."""
     best: dict[tuple, float] = {}
+    peers: dict[tuple, list[str]] = {}  # (data, n, ε) -> the peers that ran
     joint: dict[str, dict[tuple, float]] = {"joint (GJK 2021)": {}, JOINT_GRID: {},
                                             JOINT_LOG: {}}
     for r in rows:
@@ -584,9 +700,13 @@ def goal_rows(rows: list[dict]) -> list[str]:
             joint[r["method"]][key] = r["mean_abs_error"]
         elif r["method"] in ("opendp ε/m", "tumult ε/m"):
             best[key] = min(best.get(key, np.inf), r["mean_abs_error"])
+            names = peers.setdefault(key[:3], [])
+            if r["method"] not in names:
+                names.append(r["method"])
     out = []
     for d, n, eps in dict.fromkeys(k[:3] for k in best):
-        cells = []
+        names = peers[(d, n, eps)]
+        cells = ["both" if len(names) > 1 else names[0].split()[0]]
         for table in joint.values():
             for m in (3, 9):
                 k = (d, n, eps, m)
@@ -606,7 +726,7 @@ def write(res: dict, name: str) -> None:
         "",
         "Generated by " + "; then ".join(f"`{c}`" for c in commands_of(res)) + " in "
         f"{res['seconds']:.0f} s on a machine with {res['machine']['cpu_count']} cores "
-        f"({rows[0]['trials']} trials per cell, a fresh dataset per trial).  Levels j/(m+1), "
+        f"({trials_text(rows)}, a fresh dataset per trial).  Levels j/(m+1), "
         "j = 1 … m.  Cell = mean over trials of the mean over the m levels of "
         "|release − empirical quantile| (median over trials in brackets).  The independent "
         "mechanisms have the same law under both relations; the joint mechanism's utility "
@@ -658,18 +778,20 @@ def write(res: dict, name: str) -> None:
             "## The default against the peers (add/remove, quartiles m = 3 and deciles m = 9)",
             "",
             "Joint mechanism's mean error ÷ the better of OpenDP and Tumult at ε/m each "
-            "(goal: ≤ 1.0× on quartiles, ≤ 0.5× on deciles, every cell); uniform base "
+            "(÷ the one that ran where the 'peers' column names one; goal: ≤ 1.0× on "
+            "quartiles, ≤ 0.5× on deciles, every cell); uniform base "
             "measure (the default without a declared resolution), on the column's declared "
             "resolution (base 'grid', the default with one; – where the column declares "
             "none) and the log chart.",
             "",
-            "| data | n | ε | quartiles (m = 3) | deciles (m = 9) | quartiles, declared "
-            "resolution | deciles, declared resolution | quartiles, log chart | "
+            "| data | n | ε | peers | quartiles (m = 3) | deciles (m = 9) | quartiles, "
+            "declared resolution | deciles, declared resolution | quartiles, log chart | "
             "deciles, log chart |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|",
             *goal,
             "",
         ]
+    lines += recheck_lines(res.get("rechecks") or [])
     tests = res.get("sign_tests")
     if tests:
         lines += [
@@ -733,6 +855,37 @@ def write(res: dict, name: str) -> None:
     plot(res, OUT / f"{name}.png")
 
 
+def recheck_lines(rechecks: list[dict]) -> list[str]:
+    """Markdown: the cells re-measured with more trials (``--recheck``)."""
+    if not rechecks:
+        return []
+    out = [
+        "## Cells re-measured with more trials (add/remove)",
+        "",
+        "The same datasets as the table's (its trials are the first ones here), more of "
+        "them; each mechanism's mean error, ÷ the better of OpenDP and Tumult with a 95 % "
+        "paired bootstrap interval over trials (2,000 resamples), and the mean error at "
+        "each level j/(m+1).",
+        "",
+    ]
+    for r in rechecks:
+        peers = " and ".join(p.split()[0] for p in r["peer_versions"].values())
+        out += [
+            f"**{r['dataset']}, n = {r['n']}, ε = {r['epsilon']:g}, m = {r['m']}** "
+            f"({r['trials']} trials; peers: {peers}):",
+            "",
+            "| mechanism | mean error | ÷ better peer (95 % CI) | error per level |",
+            "|---|---|---|---|",
+        ]
+        for label, v in r["methods"].items():
+            lo, hi = v["ratio_ci95"]
+            levels_ = " ".join(_fmt(e) for e in v["per_level_abs_error"])
+            out.append(f"| {label} | {_fmt(v['mean_abs_error'])} | "
+                       f"{v['ratio_to_better_peer']:.2f}× ({lo:.2f}–{hi:.2f}) | {levels_} |")
+        out.append("")
+    return out
+
+
 def plot(res: dict, path: Path) -> None:
     import matplotlib
 
@@ -741,15 +894,19 @@ def plot(res: dict, path: Path) -> None:
 
     rows = [r for r in res["rows"] if r["relation"] == "add_remove"]
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    peer_ns = [
-        r["n"] for r in rows if r["method"].endswith("ε/m") and "independent" not in r["method"]
-    ]
-    n = max(peer_ns or [r["n"] for r in rows])  # the largest n the peers ran at
+    ran: dict[int, set[str]] = {}
+    for r in rows:
+        if r["method"] in ("opendp ε/m", "tumult ε/m"):
+            ran.setdefault(r["n"], set()).add(r["method"])
+    both = [k for k, v in ran.items() if len(v) == 2]
+    # the largest n both peers ran at (else the largest any peer ran at, else any n)
+    n = max(both or list(ran) or [r["n"] for r in rows])
     fig, axes = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 7), squeeze=False)
+    methods = list(dict.fromkeys(r["method"] for r in rows))
     for i, eps in enumerate((0.5, 2.0)):
         for j, d in enumerate(datasets):
             ax = axes[i][j]
-            for method in dict.fromkeys(r["method"] for r in rows):
+            for method in methods:
                 pts = sorted(
                     (r["m"], r["mean_abs_error"])
                     for r in rows
@@ -758,13 +915,18 @@ def plot(res: dict, path: Path) -> None:
                     and r["epsilon"] == eps
                     and r["n"] == n
                 )
-                if pts:
-                    ax.plot(*zip(*pts, strict=True), marker="o", label=method)
+                if pts:  # one colour per method in every panel
+                    ax.plot(*zip(*pts, strict=True), marker="o", label=method,
+                            color=f"C{methods.index(method) % 10}")
             ax.set_yscale("log")
             ax.set_title(f"{d}, n = {n}, ε = {eps:g} (add/remove)", fontsize=9)
             ax.set_xlabel("m quantiles")
             ax.set_ylabel("mean |error|")
-    axes[0][0].legend(fontsize=7)
+    handles = {}
+    for ax in axes.ravel():
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    axes[0][0].legend(handles.values(), handles.keys(), fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
