@@ -12,7 +12,6 @@ rate for a fresh seed).
 from __future__ import annotations
 
 import math
-import time
 from fractions import Fraction
 
 import numpy as np
@@ -135,14 +134,13 @@ def test_sample_piece_is_uniform_inside_the_piece():
     assert stats.kstest(ys, "uniform").pvalue > ALPHA
 
 
-def test_a_million_candidates_sample_fast():
+def test_a_million_candidates_sample_near_the_top():
+    # Speed is a benchmark's business (no timed tests); here: a draw over 10^6 candidates
+    # lands where the law puts its mass.  P(log-weight < max − 40) ≤ 10^6·e^−40 < 1e-11.
     lw = np.random.default_rng(0).normal(size=10**6) * 10
     src = simulation(1)
-    sample_index(lw, src)  # warm-up
-    t = time.perf_counter()
     for _ in range(3):
-        sample_index(lw, src)
-    assert (time.perf_counter() - t) / 3 < 0.5
+        assert lw[sample_index(lw, src)] >= lw.max() - 40.0
 
 
 @pytest.mark.parametrize(
