@@ -487,6 +487,27 @@ class SQLEngine:
         inside = np.array([r[0] for r in self.execute(sql, p)], dtype=np.float64)
         return ref.pad_window(inside, start, stop, lo, hi, offset=first, n=n)
 
+    def range_sum(
+        self, column: str | None, lo: float, hi: float, a: float, b: float,
+        shift: bool = False, missing: ref.Missing = "drop",
+    ) -> tuple[int, int, int]:
+        """(#{x ≤ a}, #{x < b}, Σ_{a < x < b} k(x)) in one scan (``numpy.range_sum``)."""
+        d = self.dialect
+        lo, hi = ref.check_bounds(lo, hi)
+        a, b = ref.check_range(a, b)
+        s = ref.fixed_point_exponent(lo, hi, shift)
+        p: list = []
+        src = self._clamped(column, lo, hi, missing, p)
+        a_, b_ = d.lit(a, p), d.lit(b, p)
+        y = f"x - {d.lit(lo, p)}" if shift else "x"
+        k = f"CASE WHEN x > {a_} AND x < {b_} THEN {self._units('y', s, p)} ELSE 0 END"
+        terms, read = self._sum_terms("k")
+        sql = (f"SELECT SUM(CASE WHEN x <= {a_} THEN 1 ELSE 0 END), "
+               f"SUM(CASE WHEN x < {b_} THEN 1 ELSE 0 END), {terms} "
+               f"FROM (SELECT x, {k} AS k FROM (SELECT x, {y} AS y FROM {src}) AS z) AS t")
+        row = self._one(sql, p)
+        return int(row[0] or 0), int(row[1] or 0), read(row[2:])
+
     def top_counts(
         self, column: str | None, k: int, missing: ref.Missing = "drop"
     ) -> list[tuple[Any, int]]:
