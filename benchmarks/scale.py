@@ -53,6 +53,13 @@ MEMORY = "1GB"
 BIG_MEMORY = "4GB"
 THREADS = 2
 STATS = ("count", "mean", "median", "p90")
+# Spark local mode's JVM heap (driver and executors are one JVM): Spark's exact `percentile`
+# keeps a count per distinct value, 10^7 here, and ran out of memory under 2g
+SPARK_MEMORY = "6g"
+# Spark's own aggregate is cancelled (and recorded as not finished) after this long
+SPARK_LIMIT_S = 900
+# percentile_approx's accuracy (its default): rank error ≤ n / accuracy
+SPARK_APPROX_ACCURACY = 10_000
 PARTIAL = " (partial: only the sizes finished so far)"
 
 
@@ -167,10 +174,39 @@ def _spark_session():
 
     s = (SparkSession.builder.master(f"local[{THREADS}]").appName("instancedp-scale")
          .config("spark.ui.enabled", "false").config("spark.driver.maxResultSize", "1m")
-         .config("spark.driver.memory", "2g").config("spark.sql.shuffle.partitions", "4")
+         .config("spark.driver.memory", SPARK_MEMORY).config("spark.sql.shuffle.partitions", "4")
          .getOrCreate())
     s.sparkContext.setLogLevel("ERROR")
     return s
+
+
+def _spark_timed(spark, sql: str, limit: float = SPARK_LIMIT_S) -> dict:
+    """{value, seconds} of a one-value Spark query, or {error}: cancelled after ``limit`` s
+    (its job group), or the first line of its exception (e.g. the JVM out of memory)."""
+    import threading
+
+    sc = spark.sparkContext
+    out: dict = {}
+
+    def work() -> None:
+        sc.setJobGroup("baseline", "the engine's own aggregate", interruptOnCancel=True)
+        try:
+            out["value"] = float(spark.sql(sql).collect()[0][0])
+        except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+            out["error"] = str(exc).strip().splitlines()[0][:300]
+
+    t0 = time.perf_counter()
+    th = threading.Thread(target=work, daemon=True)
+    th.start()
+    th.join(limit)
+    if th.is_alive():
+        sc.cancelJobGroup("baseline")
+        th.join(120)
+        return {"error": f"not finished in {limit:.0f} s (cancelled; spark.driver.memory "
+                         f"{SPARK_MEMORY})"}
+    if "error" in out:
+        return {"error": out["error"]}
+    return {**out, "seconds": time.perf_counter() - t0}
 
 
 def child(method: str, path: str, stat: str) -> None:
@@ -198,16 +234,12 @@ def child(method: str, path: str, stat: str) -> None:
                                     "median": "percentile(v, 0.5)",
                                     "p90": "percentile(v, 0.9)"}[st]}
             if st in ("median", "p90"):
-                aggs["spark-approx"] = f"percentile_approx(v, {0.5 if st == 'median' else 0.9})"
+                q = 0.5 if st == "median" else 0.9
+                aggs["spark-approx"] = f"percentile_approx(v, {q}, {SPARK_APPROX_ACCURACY})"
             got: dict[str, list[dict]] = {m: [] for m in [*aggs, "instancedp-spark"]}
             for _ in range(repeats):
                 for m, agg in aggs.items():
-                    t0 = time.perf_counter()
-                    try:
-                        value = float(spark.sql(f"SELECT {agg} FROM t").collect()[0][0])
-                        got[m].append({"value": value, "seconds": time.perf_counter() - t0})
-                    except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
-                        got[m].append({"error": str(exc).splitlines()[0][:300]})
+                    got[m].append(_spark_timed(spark, f"SELECT {agg} FROM t"))
                 t0 = time.perf_counter()
                 res = _release(open_source(df), st)
                 got["instancedp-spark"].append({**res, "seconds": time.perf_counter() - t0})

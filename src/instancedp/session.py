@@ -551,8 +551,16 @@ class Session:
             return self.release(build(epsilon), rng=rng, convert_delta=convert_delta)
         rel = self.relation_for_release(sql=sql, drop_missing=drop_missing)
         if ci is None and self._statistic_out_of_core(stat, sql=sql, rel=rel, options=options):
-            from .sources import out_of_core_mechanism
+            from .sources import SORTED_STATISTICS, out_of_core_mechanism
 
+            if rel == "substitution" and stat in SORTED_STATISTICS:
+                # as in memory: n is public under substitution (owner mode, no selection
+                # here), refused when 0 and given to the trimmed mean's sensitivity
+                n = self.source(sql).count(column)
+                if n == 0:
+                    raise DataError(f"the selection is empty: no rows in column {column!r}")
+                if stat in USES_PUBLIC_N:
+                    options = {**options, "n": n}
             mech = out_of_core_mechanism(statistic, epsilon, delta, neighbours=rel, **options)
             return self.release(
                 mech, column, sql=sql, rng=rng, convert_delta=convert_delta,
@@ -662,10 +670,13 @@ class Session:
             ".parquet", ".pq"
         ):
             return False
+        from .sources import SORTED_STATISTICS
+
+        sorted_options = ("trim", "noise", "gamma") if stat in SORTED_STATISTICS else ()
         extra = {k for k, v in options.items()
-                 if v is not None and k not in ("bounds", "quantile", "resolution")}
+                 if v is not None and k not in ("bounds", "quantile", "resolution", *sorted_options)}
         default = {"median": "exponential", "quantile": "exponential", "mean": "sum-count",
-                   "ratio": "ksw"}
+                   "ratio": "ksw", **{s: "smooth" for s in SORTED_STATISTICS}}
         if options.get("mechanism") in (None, default.get(stat, "laplace")):
             extra.discard("mechanism")
         return (stat in OUT_OF_CORE and sql is None and not extra

@@ -72,10 +72,14 @@ __all__ = [
 ]
 
 #: statistics released from a backend's aggregates
-OUT_OF_CORE = ("count", "sum", "mean", "median", "quantile", "ratio")
-#: the Session's other statistics need the whole sorted column (smooth sensitivity over
-#: every order statistic, all the gaps of several quantiles): released in memory only
-IN_MEMORY_ONLY = ("trimmed-mean", "min", "max", "quantiles")
+OUT_OF_CORE = ("count", "sum", "mean", "median", "quantile", "ratio", "trimmed-mean", "min",
+               "max")
+#: released from the engine's sorted column read by rank (:class:`SortedColumn`), with the
+#: in-memory mechanisms (smooth sensitivity by default, or Laplace) and their options
+SORTED_STATISTICS = ("trimmed-mean", "min", "max")
+#: the joint quantiles' exponential mechanism weighs every gap between order statistics
+#: (no early stop): released in memory only
+IN_MEMORY_ONLY = ("quantiles",)
 #: cells of the default candidate grid (the log chart, see :class:`CandidateQuantile`)
 DEFAULT_CELLS = 4096
 #: largest candidate grid (a histogram of this many cells is one small aggregate)
@@ -280,6 +284,21 @@ def out_of_core_mechanism(
     from .recipes import build_mechanism, build_query
 
     stat = str(statistic).lower().replace("_", "-")
+    if stat in SORTED_STATISTICS:
+        # the in-memory recipe: the engine serves the order statistics it reads
+        if mechanism not in (None, "smooth", "laplace"):
+            raise ParameterError(
+                f"mechanism={mechanism!r} is not available out of core for {stat}: smooth "
+                "(the default) and laplace are",
+                parameter="mechanism",
+                allowed="smooth, laplace",
+            )
+        if resolution is not None or quantile is not None:
+            name = "resolution" if resolution is not None else "quantile"
+            raise ParameterError(f"{name} applies to medians and quantiles",
+                                 parameter=name, allowed="None")
+        return build_mechanism(stat, epsilon, delta, mechanism=mechanism, bounds=bounds,
+                               neighbours=neighbours, **other)
     used = {k: v for k, v in other.items() if v is not None}
     if stat not in OUT_OF_CORE or used:
         what = f"statistic={statistic!r}" if stat not in OUT_OF_CORE else (
@@ -392,6 +411,8 @@ def release_from_source(
     from .queries.counts import Count, Sum
 
     rs = resolve(rng)
+    if sorted_query(mechanism):
+        return mechanism.release(sorted_column(source, column, mechanism.query, missing), rs)
     if isinstance(mechanism, PrivateRatio):
         state = _ratio_counts(source, column, missing, policy)
         return mechanism._record(mechanism._draw(state, rs, None), rs)
@@ -427,6 +448,33 @@ def release_from_source(
             "of core", parameter="mechanism",
         )
     return mechanism._record(mechanism._draw(state, rs, None), rs)
+
+
+def sorted_query(mechanism: Any) -> bool:
+    """Whether ``mechanism`` releases a min, max or trimmed mean (smooth or Laplace): the
+    mechanisms that read the sorted column through :class:`SortedColumn`."""
+    from .mechanisms.global_noise import LaplaceMechanism
+    from .mechanisms.smooth import SmoothSensitivityMechanism
+    from .queries.means import Mean, TrimmedMean
+    from .queries.order import Max, Min
+
+    query = getattr(mechanism, "query", None)
+    return (isinstance(mechanism, SmoothSensitivityMechanism | LaplaceMechanism)
+            and isinstance(query, Min | Max | TrimmedMean) and not isinstance(query, Mean))
+
+
+def sorted_column(source: Any, column: str | None, query: Any, missing: Any = "drop") -> Any:
+    """The engine's sorted column clamped to ``query``'s bounds, read by rank on demand
+    (:class:`~instancedp.queries.order.SortedColumn`: ``order_window`` for values,
+    ``range_sum`` for ranks and the trimmed mean's exact sum)."""
+    from .queries.order import SortedColumn
+
+    lo, hi = query.lower, query.upper
+    return SortedColumn(
+        source.count(column, missing=missing), lo, hi,
+        lambda a, b: source.order_window(column, lo, hi, a, b, missing=missing),
+        lambda a, b: source.range_sum(column, lo, hi, a, b, shift=True, missing=missing),
+    )
 
 
 def check_no_missing(source: Any, column: str | None) -> None:
