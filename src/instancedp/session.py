@@ -412,7 +412,7 @@ class Session:
 
         source = resolve(rng)  # a bad rng is refused before anything is charged
         self._check_relation(mechanism, sql=sql, drop_missing=drop_missing)
-        if self._out_of_core(mechanism):
+        if self._out_of_core(mechanism, sql):
             return self._release_from_source(
                 mechanism, column, sql, source, convert_delta, drop_missing
             )
@@ -674,7 +674,8 @@ class Session:
 
         sorted_options = ("trim", "noise", "gamma") if stat in SORTED_STATISTICS else ()
         extra = {k for k, v in options.items()
-                 if v is not None and k not in ("bounds", "quantile", "resolution", *sorted_options)}
+                 if v is not None
+                 and k not in ("bounds", "quantile", "resolution", *sorted_options)}
         default = {"median": "exponential", "quantile": "exponential", "mean": "sum-count",
                    "ratio": "ksw", **{s: "smooth" for s in SORTED_STATISTICS}}
         if options.get("mechanism") in (None, default.get(stat, "laplace")):
@@ -682,14 +683,17 @@ class Session:
         return (stat in OUT_OF_CORE and sql is None and not extra
                 and not (stat == "mean" and rel != "add_remove"))
 
-    def _out_of_core(self, mechanism: Any) -> bool:
+    def _out_of_core(self, mechanism: Any, sql: str | None = None) -> bool:
         from .backends import _is_frame
-        from .sources import CandidateQuantile
+        from .sources import CandidateQuantile, serves_out_of_core
 
         if self.input_kind in ("sqlite", "postgresql", "spark", "source"):
             return True
         if _is_graph_mechanism(mechanism):  # edge files and frames: DuckDB
             return self.input_kind == "file" or _is_frame(self._data)
+        if self.input_kind == "file" and sql is None and Path(str(self._data)).suffix.lower() \
+                in (".parquet", ".pq"):  # a Parquet file: DuckDB for what its aggregates serve
+            return serves_out_of_core(mechanism)
         return self.input_kind == "file" and isinstance(mechanism, CandidateQuantile)
 
     def source(self, sql: str | None = None) -> Any:

@@ -303,7 +303,9 @@ def out_of_core_mechanism(
     if stat not in OUT_OF_CORE or used:
         what = f"statistic={statistic!r}" if stat not in OUT_OF_CORE else (
             ", ".join(f"{k}=" for k in used))
-        why = (" (it reads the whole sorted column)" if stat in IN_MEMORY_ONLY else "")
+        why = (" (the several-quantile mechanisms weigh every gap between order "
+               "statistics: no early stop bounds what they read)" if stat in IN_MEMORY_ONLY
+               else "")
         raise ParameterError(
             f"{what} is not available out of core{why}; a database, Spark or a data file "
             f"releases {', '.join(OUT_OF_CORE)} from aggregates: release it in memory "
@@ -448,6 +450,23 @@ def release_from_source(
             "of core", parameter="mechanism",
         )
     return mechanism._record(mechanism._draw(state, rs, None), rs)
+
+
+def serves_out_of_core(mechanism: Any) -> bool:
+    """Whether :func:`release_from_source` releases ``mechanism`` (from a Source's
+    aggregates, with the record of its in-memory release)."""
+    from .mechanisms.global_noise import LaplaceMechanism
+    from .mechanisms.quantile import ExponentialQuantile
+    from .mechanisms.ratio import PrivateRatio
+    from .mechanisms.sum_count import NoisySumOverCount
+    from .queries.counts import Count, Sum
+
+    if isinstance(mechanism, ExponentialQuantile):
+        return mechanism.base != "grid"
+    if isinstance(mechanism, LaplaceMechanism) and type(mechanism.query) in (Count, Sum):
+        return True
+    return sorted_query(mechanism) or isinstance(
+        mechanism, PrivateRatio | CandidateQuantile | NoisySumOverCount)
 
 
 def sorted_query(mechanism: Any) -> bool:
