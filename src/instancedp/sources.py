@@ -30,14 +30,19 @@ statistic      out-of-core mechanism and the aggregate it reads
 ``ratio``     the share of ones among 0/1 flags (:class:`~instancedp.mechanisms.ratio.
                PrivateRatio`, every method): two counts, from one ``histogram``
                whose cells isolate exactly 0 and exactly 1
+``min``,       the in-memory recipe (smooth sensitivity by default, or Laplace),
+``max``,       its own code run on the engine's sorted column read by rank
+``trimmed-     (:class:`~instancedp.queries.order.SortedColumn`): ``count``,
+mean``         ``order_window`` around the target ranks (1; n; m + 1 and n − m)
+               as far as the smooth sensitivity's early-stop rule reaches, and
+               ``range_sum`` (a value's rank; the trimmed mean's exact kept sum)
 =============  =================================================================
 
-Other statistics (:data:`IN_MEMORY_ONLY`: the trimmed mean, min, max and
-several quantiles) read the whole sorted column — their smooth sensitivities
-range over every order statistic, the joint quantiles over every gap — so on
-a database or Spark they are refused from the request (``ParameterError``,
-"not available out of core", naming the in-memory path); a local Parquet/CSV
-file is read into memory for them (the in-memory path, as before).
+Several quantiles (:data:`IN_MEMORY_ONLY`) weigh every gap between order
+statistics (the joint exponential mechanism: no early stop), so on a database
+or Spark they are refused from the request (``ParameterError``, "not
+available out of core", naming the in-memory path); a local file is read into
+memory for them.
 """
 
 from __future__ import annotations
