@@ -656,10 +656,11 @@ class Session:
 
         Databases and Spark: always (other requests are refused there).  A
         Parquet file: through DuckDB when the request is one the aggregates
-        serve (count, sum, mean under add/remove, median, quantile; no SQL; no
-        mechanism or option beyond the defaults, bounds, quantile and
-        resolution); any other request, and CSV/JSON files, read the column
-        into memory."""
+        serve (count, sum, mean under add/remove, median, quantile, ratio,
+        min, max, trimmed mean; no SQL; no mechanism or option beyond the
+        defaults, bounds, quantile and resolution, and trim, noise and gamma
+        for the last three); any other request, and CSV/JSON files, read the
+        column into memory."""
         from pathlib import Path
 
         from .sources import OUT_OF_CORE
