@@ -190,6 +190,25 @@ def test_sorted_statistics_match_the_in_memory_recipe(tmp_path, name, neighbours
         assert _sorted_records(duck, neighbours) == want
 
 
+@pytest.mark.parametrize("epsilon", [1.0, 0.5])  # ε·n = 2000: smooth; 1000: exponential
+def test_substitution_quantiles_follow_the_in_memory_rule(tmp_path, epsilon):
+    """Under substitution n is public and picks the quantile's mechanism in memory; the
+    engines read it with a count and give the same record (smooth: the sorted column)."""
+    import pandas as pd
+
+    rows = ADVERSARIAL["wide"]
+    _sqlite(tmp_path / "t.db", rows)
+    recs = []
+    for data, where in ((pd.DataFrame({"v": rows}), {}), (str(tmp_path / "t.db"), {"table": "t"})):
+        with Session(data, PureDP(10.0), neighbours="substitution", **where) as s:
+            r = s.release_statistic("quantile", "v", epsilon=epsilon, bounds=(0.0, 100.0),
+                                    quantile=0.9, rng=simulation(5))
+            recs.append(_json(r))
+    assert recs[0] == recs[1]
+    want = "smooth_sensitivity" if epsilon == 1.0 else "exponential_quantile"
+    assert json.loads(recs[0])["mechanism"] == want
+
+
 # -- analyst mode on a backend ---------------------------------------------------------
 
 

@@ -553,9 +553,10 @@ class Session:
         if ci is None and self._statistic_out_of_core(stat, sql=sql, rel=rel, options=options):
             from .sources import SORTED_STATISTICS, out_of_core_mechanism
 
-            if rel == "substitution" and stat in SORTED_STATISTICS:
+            if rel == "substitution" and stat in (*SORTED_STATISTICS, "median", "quantile"):
                 # as in memory: n is public under substitution (owner mode, no selection
-                # here), refused when 0 and given to the trimmed mean's sensitivity
+                # here), refused when 0, given to the trimmed mean's sensitivity and the
+                # quantiles' default rule
                 n = self.source(sql).count(column)
                 if n == 0:
                     raise DataError(f"the selection is empty: no rows in column {column!r}")

@@ -304,6 +304,18 @@ def out_of_core_mechanism(
                                  parameter=name, allowed="None")
         return build_mechanism(stat, epsilon, delta, mechanism=mechanism, bounds=bounds,
                                neighbours=neighbours, **other)
+    n = other.pop("n", None)
+    if (stat in ("median", "quantile") and neighbours == "substitution" and n is not None
+            and bounds is not None and mechanism is None and resolution is None):
+        # the in-memory default under substitution (n public): smooth sensitivity when
+        # ε·n is large, served by the sorted column like the min and max
+        from .recipes import default_mechanism
+
+        if default_mechanism(stat, epsilon, n, neighbours) == "smooth":
+            return build_mechanism(stat, epsilon, delta, bounds=bounds, quantile=quantile,
+                                   neighbours=neighbours, n=n)
+    elif n is not None:
+        other["n"] = n  # refused below, named
     used = {k: v for k, v in other.items() if v is not None}
     if stat not in OUT_OF_CORE or used:
         what = f"statistic={statistic!r}" if stat not in OUT_OF_CORE else (
@@ -475,14 +487,17 @@ def serves_out_of_core(mechanism: Any) -> bool:
 
 
 def sorted_query(mechanism: Any) -> bool:
-    """Whether ``mechanism`` releases a min, max or trimmed mean (smooth or Laplace): the
-    mechanisms that read the sorted column through :class:`SortedColumn`."""
+    """Whether ``mechanism`` releases a min, max or trimmed mean (smooth or Laplace) or a
+    smooth-sensitivity quantile: the mechanisms that read the sorted column through
+    :class:`~instancedp.queries.order.SortedColumn`."""
     from .mechanisms.global_noise import LaplaceMechanism
     from .mechanisms.smooth import SmoothSensitivityMechanism
     from .queries.means import Mean, TrimmedMean
-    from .queries.order import Max, Min
+    from .queries.order import Max, Min, Quantile
 
     query = getattr(mechanism, "query", None)
+    if isinstance(mechanism, SmoothSensitivityMechanism) and isinstance(query, Quantile):
+        return True  # the substitution default at large ε·n
     return (isinstance(mechanism, SmoothSensitivityMechanism | LaplaceMechanism)
             and isinstance(query, Min | Max | TrimmedMean) and not isinstance(query, Mean))
 
