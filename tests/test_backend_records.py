@@ -209,6 +209,21 @@ def test_substitution_quantiles_follow_the_in_memory_rule(tmp_path, epsilon):
     assert json.loads(recs[0])["mechanism"] == want
 
 
+def test_substitution_mean_is_laplace_on_the_exact_mean_everywhere(tmp_path):
+    import pandas as pd
+
+    rows = ADVERSARIAL["huge spread"] + [100.0, 0.25]
+    _sqlite(tmp_path / "t.db", rows)
+    recs = []
+    for data, where in ((pd.DataFrame({"v": rows}), {}), (str(tmp_path / "t.db"), {"table": "t"})):
+        with Session(data, PureDP(10.0), neighbours="substitution", **where) as s:
+            r = s.release_statistic("mean", "v", epsilon=1.0, bounds=(0.0, 100.0),
+                                    rng=simulation(5))
+            recs.append(_json(r))
+    assert recs[0] == recs[1]
+    assert json.loads(recs[0])["parameters"]["query_parameters"]["n"] == len(rows)
+
+
 # -- analyst mode on a backend ---------------------------------------------------------
 
 

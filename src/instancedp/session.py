@@ -553,7 +553,7 @@ class Session:
         if ci is None and self._statistic_out_of_core(stat, sql=sql, rel=rel, options=options):
             from .sources import SORTED_STATISTICS, out_of_core_mechanism
 
-            if rel == "substitution" and stat in (*SORTED_STATISTICS, "median", "quantile"):
+            if rel == "substitution" and stat in (*SORTED_STATISTICS, *USES_PUBLIC_N):
                 # as in memory: n is public under substitution (owner mode, no selection
                 # here), refused when 0, given to the trimmed mean's sensitivity and the
                 # quantiles' default rule
@@ -678,12 +678,12 @@ class Session:
         extra = {k for k, v in options.items()
                  if v is not None
                  and k not in ("bounds", "quantile", "resolution", *sorted_options)}
-        default = {"median": "exponential", "quantile": "exponential", "mean": "sum-count",
+        default = {"median": "exponential", "quantile": "exponential",
+                   "mean": "sum-count" if rel == "add_remove" else "laplace",
                    "ratio": "ksw", **{s: "smooth" for s in SORTED_STATISTICS}}
         if options.get("mechanism") in (None, default.get(stat, "laplace")):
             extra.discard("mechanism")
-        return (stat in OUT_OF_CORE and sql is None and not extra
-                and not (stat == "mean" and rel != "add_remove"))
+        return stat in OUT_OF_CORE and sql is None and not extra
 
     def _out_of_core(self, mechanism: Any, sql: str | None = None) -> bool:
         from .backends import _is_frame

@@ -48,6 +48,7 @@ memory for them.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -314,6 +315,12 @@ def out_of_core_mechanism(
         if default_mechanism(stat, epsilon, n, neighbours) == "smooth":
             return build_mechanism(stat, epsilon, delta, bounds=bounds, quantile=quantile,
                                    neighbours=neighbours, n=n)
+    elif (stat == "mean" and neighbours == "substitution" and n is not None
+          and mechanism in (None, "laplace") and resolution is None
+          and all(v is None for v in other.values())):
+        # the in-memory default under substitution: Laplace on the exact mean, scale from n
+        return build_mechanism(stat, epsilon, delta, mechanism="laplace", bounds=bounds,
+                               neighbours=neighbours, n=n)
     elif n is not None:
         other["n"] = n  # refused below, named
     used = {k: v for k, v in other.items() if v is not None}
@@ -368,8 +375,9 @@ def out_of_core_mechanism(
         )
     if stat == "mean" and neighbours != "add_remove":
         raise ParameterError(
-            "the out-of-core mean is the noisy sum ÷ noisy count, an add/remove mechanism: "
-            "use neighbours='add_remove'",
+            "the out-of-core mean is the noisy sum ÷ noisy count under add/remove, and "
+            "Laplace on the exact mean with the public n= under substitution (the Session "
+            "passes the table's count): use neighbours='add_remove' or pass n",
             parameter="neighbours",
             allowed="add_remove",
         )
@@ -428,6 +436,7 @@ def release_from_source(
     from .mechanisms.ratio import PrivateRatio
     from .mechanisms.sum_count import NoisySumOverCount
     from .queries.counts import Count, Sum
+    from .queries.means import Mean
 
     rs = resolve(rng)
     if sorted_query(mechanism):
@@ -455,7 +464,14 @@ def release_from_source(
         c = mechanism._count._draw(float(n), rs, None)
         mean = min(max(s / max(c, 1.0), 0.0), mechanism.range)
         return mechanism._record(mechanism.lower + mean, rs)
-    if isinstance(mechanism, LaplaceMechanism) and isinstance(mechanism.query, Count):
+    if isinstance(mechanism, LaplaceMechanism) and type(mechanism.query) is Mean:
+        q = mechanism.query  # substitution, n public: the exact mean, rounded once
+        n, total = source.count_and_sum(column, q.lower, q.upper, shift=True, missing=missing)
+        if n != q.n:
+            raise ParameterError(f"data has {n} records but the query's public n is {q.n}")
+        s = fixed_point_exponent(q.lower, q.upper, shift=True)
+        state = float(Fraction(q.lower) + Fraction(total, n) / Fraction(2) ** s)
+    elif isinstance(mechanism, LaplaceMechanism) and isinstance(mechanism.query, Count):
         state = float(source.count(column, missing=missing))
     elif isinstance(mechanism, LaplaceMechanism) and isinstance(mechanism.query, Sum):
         q = mechanism.query
@@ -480,7 +496,9 @@ def serves_out_of_core(mechanism: Any) -> bool:
 
     if isinstance(mechanism, ExponentialQuantile):
         return mechanism.base != "grid"
-    if isinstance(mechanism, LaplaceMechanism) and type(mechanism.query) in (Count, Sum):
+    from .queries.means import Mean
+
+    if isinstance(mechanism, LaplaceMechanism) and type(mechanism.query) in (Count, Sum, Mean):
         return True
     return sorted_query(mechanism) or isinstance(
         mechanism, PrivateRatio | CandidateQuantile | NoisySumOverCount)
