@@ -204,7 +204,7 @@ def _spark_timed(spark, sql: str, limit: float = SPARK_LIMIT_S) -> dict:
     if th.is_alive():
         sc.cancelJobGroup("baseline")
         th.join(120)
-        return {"error": f"not finished in {limit:.0f} s (cancelled; spark.driver.memory "
+        return {"error": f"not finished in {limit:g} s (cancelled; spark.driver.memory "
                          f"{SPARK_MEMORY})"}
     if "error" in out:
         return {"error": out["error"]}
