@@ -360,9 +360,10 @@ def test_cli_table_and_url_give_the_sessions_record(files, expected):
     from cli_support import cli
 
     common = ["--column", "v", "--epsilon", "1", "--owner", "--seed", "11", "--json"]
-    for stat, opts in REQUESTS[:4]:
+    for stat, opts in [*REQUESTS[:4], REQUESTS[-1]]:  # … and the trimmed mean
         flags = ["--statistic", stat] + (
-            ["--bounds", *map(str, opts["bounds"])] if "bounds" in opts else [])
+            ["--bounds", *map(str, opts["bounds"])] if "bounds" in opts else []) + (
+            ["--trim", str(opts["trim"])] if "trim" in opts else [])
         by_table = cli("release", str(files / "t.db"), "--table", "t", *flags, *common)
         by_url = cli("release", f"sqlite:///{files / 't.db'}", "--sql", "SELECT v FROM t",
                      *flags, *common)
