@@ -74,3 +74,25 @@ def test_a_release_reads_a_few_ranks_and_equals_the_whole_array(stat, opts, neig
     want = mech.release(x, rng=simulation(3))
     assert json.dumps(got.to_dict(), sort_keys=True) == json.dumps(want.to_dict(), sort_keys=True)
     assert 0 < src.values <= 8_000  # the windows around the target ranks, not the column
+
+
+def test_split_sums_re_sum_above_the_row_limit(tmp_path, monkeypatch):
+    """Two 64-bit partial sums are exact below 2^37 rows; above, the engine sums once
+    more in one exact type (the limit lowered here to take that path on a small table)."""
+    import sqlite3
+
+    from instancedp.backends import sql
+
+    rows = [-1.5, 0.25, 2.0, 2.0, -0.0, 1e-300]
+    con = sqlite3.connect(tmp_path / "t.db")
+    con.execute("CREATE TABLE t (v REAL)")
+    con.executemany("INSERT INTO t VALUES (?)", [(v,) for v in rows])
+    con.commit()
+    con.close()
+    ref = open_source(np.array(rows))
+    want = (ref.range_sum(None, -2.0, 2.0, -1.5, 2.0), ref.count_and_sum(None, -2.0, 2.0))
+    for limit in (1 << 37, 1):
+        monkeypatch.setattr(sql, "_SPLIT_ROWS", limit)
+        src = open_source(str(tmp_path / "t.db"), table="t")
+        got = (src.range_sum("v", -2.0, 2.0, -1.5, 2.0), src.count_and_sum("v", -2.0, 2.0))
+        assert got == want
