@@ -6,8 +6,10 @@ released through ``instancedp.backends`` (DuckDB engine, ``memory_limit``
 1 GB) and compared with DuckDB's own exact aggregate on the same file in the
 same run (``count``, ``avg``, ``median``, ``quantile_disc(·, 0.9)``).  Every
 measurement runs in a fresh child process, so its peak RSS (``ru_maxrss``) is
-its own.  Spark local mode is compared with Spark's own ``avg`` and
-``percentile`` on the same file.
+its own.  Spark local mode (``spark.driver.memory`` 6g: the exact percentile
+keeps a count per distinct value) is compared with Spark's own ``count``,
+``avg`` and exact ``percentile`` on the same file, and with
+``percentile_approx`` (accuracy 10,000) beside it.
 
 What is timed for a release: opening the source, every statement the
 mechanism's inputs need (the data-dependent work) and the library's own
@@ -53,6 +55,13 @@ MEMORY = "1GB"
 BIG_MEMORY = "4GB"
 THREADS = 2
 STATS = ("count", "mean", "median", "p90")
+# Spark local mode's JVM heap (driver and executors are one JVM): Spark's exact `percentile`
+# keeps a count per distinct value, 10^7 here, and ran out of memory under 2g
+SPARK_MEMORY = "6g"
+# Spark's own aggregate is cancelled (and recorded as not finished) after this long
+SPARK_LIMIT_S = 900
+# percentile_approx's accuracy (its default): rank error ≤ n / accuracy
+SPARK_APPROX_ACCURACY = 10_000
 PARTIAL = " (partial: only the sizes finished so far)"
 
 
@@ -167,10 +176,39 @@ def _spark_session():
 
     s = (SparkSession.builder.master(f"local[{THREADS}]").appName("instancedp-scale")
          .config("spark.ui.enabled", "false").config("spark.driver.maxResultSize", "1m")
-         .config("spark.driver.memory", "2g").config("spark.sql.shuffle.partitions", "4")
+         .config("spark.driver.memory", SPARK_MEMORY).config("spark.sql.shuffle.partitions", "4")
          .getOrCreate())
     s.sparkContext.setLogLevel("ERROR")
     return s
+
+
+def _spark_timed(spark, sql: str, limit: float = SPARK_LIMIT_S) -> dict:
+    """{value, seconds} of a one-value Spark query, or {error}: cancelled after ``limit`` s
+    (its job group), or the first line of its exception (e.g. the JVM out of memory)."""
+    import threading
+
+    sc = spark.sparkContext
+    out: dict = {}
+
+    def work() -> None:
+        sc.setJobGroup("baseline", "the engine's own aggregate", interruptOnCancel=True)
+        try:
+            out["value"] = float(spark.sql(sql).collect()[0][0])
+        except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+            out["error"] = str(exc).strip().splitlines()[0][:300]
+
+    t0 = time.perf_counter()
+    th = threading.Thread(target=work, daemon=True)
+    th.start()
+    th.join(limit)
+    if th.is_alive():
+        sc.cancelJobGroup("baseline")
+        th.join(120)
+        return {"error": f"not finished in {limit:g} s (cancelled; spark.driver.memory "
+                         f"{SPARK_MEMORY})"}
+    if "error" in out:
+        return {"error": out["error"]}
+    return {**out, "seconds": time.perf_counter() - t0}
 
 
 def child(method: str, path: str, stat: str) -> None:
@@ -198,16 +236,12 @@ def child(method: str, path: str, stat: str) -> None:
                                     "median": "percentile(v, 0.5)",
                                     "p90": "percentile(v, 0.9)"}[st]}
             if st in ("median", "p90"):
-                aggs["spark-approx"] = f"percentile_approx(v, {0.5 if st == 'median' else 0.9})"
+                q = 0.5 if st == "median" else 0.9
+                aggs["spark-approx"] = f"percentile_approx(v, {q}, {SPARK_APPROX_ACCURACY})"
             got: dict[str, list[dict]] = {m: [] for m in [*aggs, "instancedp-spark"]}
             for _ in range(repeats):
                 for m, agg in aggs.items():
-                    t0 = time.perf_counter()
-                    try:
-                        value = float(spark.sql(f"SELECT {agg} FROM t").collect()[0][0])
-                        got[m].append({"value": value, "seconds": time.perf_counter() - t0})
-                    except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
-                        got[m].append({"error": str(exc).splitlines()[0][:300]})
+                    got[m].append(_spark_timed(spark, f"SELECT {agg} FROM t"))
                 t0 = time.perf_counter()
                 res = _release(open_source(df), st)
                 got["instancedp-spark"].append({**res, "seconds": time.perf_counter() - t0})
@@ -397,8 +431,14 @@ def write(res: dict) -> None:
          f"{res['seconds']:.0f} s{PARTIAL if res.get('partial') else ''}" if not res.get("runs")
          else "Assembled from `benchmarks/scale.py --size N` runs (" + "; ".join(
              f"n = {r['n']:.0e}{' with Spark' if r['spark'] else ''}: {r['seconds']:.0f} s at "
-             f"{r['utc']} UTC, R = {r['repeats']}" for r in sorted(res["runs"],
-                                                                  key=lambda r: r["n"])) + ")")
+             f"{r['utc']} UTC, R = {r['repeats']}" for r in sorted(
+                 (r for r in res["runs"] if not r.get("spark_only")), key=lambda r: r["n"]))
+             + ")" + "".join(
+                 f"; Spark at n = {r['n']:.0e} re-measured by `--spark-only` ({r['seconds']:.0f}"
+                 f" s at {r['utc']} UTC, R = {r['repeats']}, 1-minute load average "
+                 f"{', '.join(f'{x:.0f}' for x in r.get('load_average', []))}; "
+                 f"`spark.driver.memory={SPARK_MEMORY}`)"
+                 for r in res["runs"] if r.get("spark_only")))
         + f" on {res['machine']['cpu_count']} cores "
         f"({res['machine']['platform']}); the machine was shared with other jobs"
         + (f" (1-minute load average {', '.join(f'{x:.0f}' for x in res['load_average'])} "
@@ -461,13 +501,16 @@ def write(res: dict) -> None:
                   "DuckDB's streaming `approx_quantile` (a t-digest: not exact, so the ratio "
                   "compares an exact-law private release with an approximate non-private "
                   "one)."]
+    lines += spark_paragraph(res["rows"])
     errs = [r for r in res["rows"] if "error" in r]
     if errs:
         lines += ["", "## Failed measurements", ""]
         lines += [f"- {r['engine']} n={r['n']:.0e} {r['statistic']} {r['method']}: "
                   f"{r['error']}" for r in errs]
     gr = res.get("graph")
-    if gr:
+    current = graph_section()
+    lines += current
+    if gr and not current:
         mem, duck = gr.get("graph-memory", {}), gr.get("graph-duckdb", {})
         lines += ["", f"## Triangle count on a {gr['edges']:.0e}-edge graph "
                   f"({gr['vertices']:.0e} vertices)", "",
@@ -496,6 +539,58 @@ def write(res: dict) -> None:
               "collects only aggregates (it runs with `spark.driver.maxResultSize=1m`).", ""]
     (OUT / "scale.md").write_text("\n".join(lines))
     plot(res, rat)
+
+
+def spark_paragraph(rows: list[dict]) -> list[str]:
+    """What Spark's own exact and approximate percentiles cost, per size (from the rows)."""
+    out = []
+    for n in sorted({r["n"] for r in rows if r["method"] == "spark-approx"}):
+        got = {(r["method"], r["statistic"]): r for r in rows
+               if r["engine"] == "spark" and r["n"] == n and "seconds" in r}
+        parts = []
+        for st in ("median", "p90"):
+            rel, ex, ap = (got.get((m, st)) for m in ("instancedp-spark", "spark-exact",
+                                                      "spark-approx"))
+            if rel and ap:
+                parts.append(f"{st}: the release {rel['seconds']:.1f} s, the exact "
+                             + (f"`percentile` {ex['seconds']:.1f} s" if ex else
+                                "`percentile` failed") +
+                             f", `percentile_approx` {ap['seconds']:.1f} s (release ÷ approx "
+                             f"{rel['seconds'] / ap['seconds']:.2f})")
+        if parts:
+            out += ["", f"Spark at n = {n:.0e}: its exact `percentile` keeps a count per "
+                    "distinct value (here every row is distinct), so the baseline is slow "
+                    "and memory-hungry (an earlier run with `spark.driver.memory=2g` ran the "
+                    "JVM out of memory, most likely in it — the statement was not recorded; "
+                    f"these runs give the JVM {SPARK_MEMORY}, and cancel an aggregate after "
+                    f"{SPARK_LIMIT_S} s).  Beside it, Spark's "
+                    f"`percentile_approx(v, q, {SPARK_APPROX_ACCURACY})` (rank error at most "
+                    f"n/{SPARK_APPROX_ACCURACY}; not exact, and not private).  "
+                    + "; ".join(parts) + "."]
+    return out
+
+
+def graph_section() -> list[str]:
+    """The triangle release at scale, from docs/results/graphs.json (its one home:
+    ``benchmarks/graphs.py --part scale``), or [] when that has not run."""
+    path = OUT / "graphs.json"
+    sc = json.loads(path.read_text()).get("scale") if path.exists() else None
+    if not sc or "seconds" not in sc.get("memory", {}) or "seconds" not in sc.get("duckdb", {}):
+        return []
+    g, mem, duck = sc["generation"], sc["memory"], sc["duckdb"]
+    return ["", f"## Triangle count on a {g['edges']:.0e}-edge graph ({g['vertices']:.0e} "
+            "vertices)", "",
+            "From [graphs.md](graphs.md) (`benchmarks/graphs.py --part scale`, "
+            f"{sc['repeats']} repetitions, the fastest kept): the whole triangle-count release "
+            "(smooth default, ε = 1, seeded) through `Session`, from the Parquet edge file "
+            "(DuckDB computes the count and the (common neighbours, degree sum) frontier) and "
+            "from the edge array in memory.  Same record bytes on both paths: "
+            f"{'yes' if sc.get('same_record') else 'NO'}.", "",
+            "| path | seconds | peak RSS MB |", "|---|---|---|",
+            f"| in memory | {mem['seconds']:.2f} | {mem['peak_rss_mb']:.0f} |",
+            f"| DuckDB | {duck['seconds']:.2f} | {duck['peak_rss_mb']:.0f} |", "",
+            f"DuckDB ÷ in memory: {duck['seconds'] / mem['seconds']:.2f}× the time, "
+            f"{duck['peak_rss_mb'] / mem['peak_rss_mb']:.2f}× the peak RSS."]
 
 
 def readme_table(res: dict) -> str:
@@ -561,6 +656,7 @@ def plot(res: dict, rat: list[dict]) -> None:
 
 
 def main() -> None:
+    global REPEATS
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(*sys.argv[2:5])
         return
@@ -575,8 +671,15 @@ def main() -> None:
         res = json.loads((OUT / "scale.json").read_text())
         workdir = tempfile.mkdtemp(prefix="instancedp-spark-")
         path = os.path.join(workdir, f"scale_{n}.parquet")
+        t0, load = time.perf_counter(), [os.getloadavg()[0]]
         generate(path, n)
         got = measure("spark", path, "all")
+        load.append(os.getloadavg()[0])
+        res["runs"] = [r for r in res.get("runs", []) if not (r.get("spark_only") and
+                                                               r["n"] == n)] + [{
+            "n": n, "spark": True, "spark_only": True, "repeats": 1 if n >= 10**7 else REPEATS,
+            "seconds": time.perf_counter() - t0, "load_average": [round(x, 1) for x in load],
+            "utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}]
         got = got if isinstance(got, list) else [{"method": "instancedp-spark",
                                                   "statistic": "all", **got}]
         res["rows"] = [r for r in res["rows"] if not (r["engine"] == "spark" and r["n"] == n)]
@@ -588,7 +691,6 @@ def main() -> None:
         n = int(float(sys.argv[2]))
         spark = "--spark" in sys.argv[3:]
         if "--repeats" in sys.argv[3:]:
-            global REPEATS
             REPEATS = int(sys.argv[sys.argv.index("--repeats") + 1])
             os.environ["INSTANCEDP_SCALE_REPEATS"] = str(REPEATS)
         res = json.loads((OUT / "scale.json").read_text())

@@ -35,6 +35,11 @@ EDGES = [[-2.0, -1.0, 0.0, 1.0, 2.0], list(np.linspace(-3, 3, 61)), [0.0, 1.0],
 WINDOWS = [(-2.0, 2.0, 0, 3), (-2.0, 2.0, -2, 2), (-2.0, 2.0, 0, 0), (-1.0, 1.0, 3, 12),
            (-1e300, 1e300, 90, 110), (0.0, 1.0, 198, 203)]
 
+# range_sum: (lo, hi, a, b, shift): an inner range, a value's rank (a = b), ends at the bounds
+RANGES = [(-2.0, 2.0, -1.0, 1.0, True), (-2.0, 2.0, 0.1, 0.1, False),
+          (-1e300, 1e300, -TINY, 1e300, False), (0.1, 0.3, 0.1, 0.3, True),
+          (-2.0, 2.0, -2.0, 2.0, False)]
+
 
 def rows(name: str) -> list:
     """The case's rows as Python floats/None (what a database stores)."""
@@ -56,6 +61,7 @@ def probe_light(source, column) -> dict:
     for w in (WINDOWS[1], WINDOWS[4]):
         out[("window",) + w] = source.order_window(column, *w).tobytes()
     out["top"] = [(np.float64(v).tobytes(), c) for v, c in source.top_counts(column, 3)]
+    out["range"] = source.range_sum(column, *RANGES[0][:4], shift=RANGES[0][4])
     return out
 
 
@@ -74,4 +80,7 @@ def probe(source, column) -> dict:
     for w in WINDOWS:
         out[("window",) + w] = source.order_window(column, *w).tobytes()
     out["top"] = [(np.float64(v).tobytes(), c) for v, c in source.top_counts(column, 3)]
+    for r in RANGES:
+        out[("range",) + r] = source.range_sum(column, *r[:4], shift=r[4])
+    out["range_fill"] = source.range_sum(column, -2.0, 2.0, -1.0, 1.0, missing=0.75)
     return out

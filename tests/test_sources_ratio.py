@@ -91,11 +91,12 @@ def test_analyst_policy_drops_non_flags_as_in_memory(tmp_path):
             assert _json(r) == want, (path, extra)
 
 
-def test_statistics_that_need_the_sorted_column_are_refused_by_name(tmp_path):
+def test_several_quantiles_are_refused_by_name(tmp_path):
+    """The joint quantiles weigh every gap of the sorted column: in memory only."""
     path, where = _files(tmp_path, "m", FLAGS)["sqlite"]
     with Session(path, PureDP(1.0), **where) as s:
-        for stat, opts in [("trimmed-mean", {"trim": 0.1}), ("min", {}), ("max", {})]:
-            with pytest.raises(ParameterError, match="in memory") as e:
-                s.release_statistic(stat, "v", epsilon=0.1, bounds=(0.0, 1.0), **opts)
-            assert e.value.parameter == "statistic"
+        with pytest.raises(ParameterError, match="in memory") as e:
+            s.release_statistic("quantiles", "v", epsilon=0.1, bounds=(0.0, 1.0),
+                                quantiles=[0.25, 0.75])
+        assert e.value.parameter == "statistic"
         assert float(s.spent.epsilon) == 0.0

@@ -663,7 +663,7 @@ def plan(
     :class:`ParameterError` before any row is read."""
     from . import _validate
     from .recipes import build_mechanism, relation_for
-    from .sources import out_of_core_mechanism
+    from .sources import SORTED_STATISTICS, out_of_core_mechanism
 
     rel = relation_for(neighbours)
     if rel == "edge":
@@ -711,6 +711,11 @@ def plan(
         if q is not None:
             opts["quantile"] = q
         build = out_of_core_mechanism if aggregates else build_mechanism
+        if aggregates and stat in SORTED_STATISTICS:  # no grouped rank reads yet
+            raise ParameterError(
+                f"statistic {stat!r} is not available per group from a database or Spark: "
+                "release it per group in memory, or one group at a time (sql=)",
+                parameter="statistic", allowed="median, quantile, mean, count, sum")
         chosen = mechanism if stat != "count" else None
         if ci is None:
             m = build(stat, eps_g, stat_delta, mechanism=chosen, neighbours="add_remove",

@@ -412,7 +412,7 @@ class Session:
 
         source = resolve(rng)  # a bad rng is refused before anything is charged
         self._check_relation(mechanism, sql=sql, drop_missing=drop_missing)
-        if self._out_of_core(mechanism):
+        if self._out_of_core(mechanism, sql):
             return self._release_from_source(
                 mechanism, column, sql, source, convert_delta, drop_missing
             )
@@ -551,8 +551,17 @@ class Session:
             return self.release(build(epsilon), rng=rng, convert_delta=convert_delta)
         rel = self.relation_for_release(sql=sql, drop_missing=drop_missing)
         if ci is None and self._statistic_out_of_core(stat, sql=sql, rel=rel, options=options):
-            from .sources import out_of_core_mechanism
+            from .sources import SORTED_STATISTICS, out_of_core_mechanism
 
+            if rel == "substitution" and stat in (*SORTED_STATISTICS, *USES_PUBLIC_N):
+                # as in memory: n is public under substitution (owner mode, no selection
+                # here), refused when 0, given to the trimmed mean's sensitivity and the
+                # quantiles' default rule
+                n = self.source(sql).count(column)
+                if n == 0:
+                    raise DataError(f"the selection is empty: no rows in column {column!r}")
+                if stat in USES_PUBLIC_N:
+                    options = {**options, "n": n}
             mech = out_of_core_mechanism(statistic, epsilon, delta, neighbours=rel, **options)
             return self.release(
                 mech, column, sql=sql, rng=rng, convert_delta=convert_delta,
@@ -648,10 +657,11 @@ class Session:
 
         Databases and Spark: always (other requests are refused there).  A
         Parquet file: through DuckDB when the request is one the aggregates
-        serve (count, sum, mean under add/remove, median, quantile; no SQL; no
-        mechanism or option beyond the defaults, bounds, quantile and
-        resolution); any other request, and CSV/JSON files, read the column
-        into memory."""
+        serve (count, sum, mean under add/remove, median, quantile, ratio,
+        min, max, trimmed mean; no SQL; no mechanism or option beyond the
+        defaults, bounds, quantile and resolution, and trim, noise and gamma
+        for the last three); any other request, and CSV/JSON files, read the
+        column into memory."""
         from pathlib import Path
 
         from .sources import OUT_OF_CORE
@@ -662,23 +672,30 @@ class Session:
             ".parquet", ".pq"
         ):
             return False
+        from .sources import SORTED_STATISTICS
+
+        sorted_options = ("trim", "noise", "gamma") if stat in SORTED_STATISTICS else ()
         extra = {k for k, v in options.items()
-                 if v is not None and k not in ("bounds", "quantile", "resolution")}
-        default = {"median": "exponential", "quantile": "exponential", "mean": "sum-count",
-                   "ratio": "ksw"}
+                 if v is not None
+                 and k not in ("bounds", "quantile", "resolution", *sorted_options)}
+        default = {"median": "exponential", "quantile": "exponential",
+                   "mean": "sum-count" if rel == "add_remove" else "laplace",
+                   "ratio": "ksw", **{s: "smooth" for s in SORTED_STATISTICS}}
         if options.get("mechanism") in (None, default.get(stat, "laplace")):
             extra.discard("mechanism")
-        return (stat in OUT_OF_CORE and sql is None and not extra
-                and not (stat == "mean" and rel != "add_remove"))
+        return stat in OUT_OF_CORE and sql is None and not extra
 
-    def _out_of_core(self, mechanism: Any) -> bool:
+    def _out_of_core(self, mechanism: Any, sql: str | None = None) -> bool:
         from .backends import _is_frame
-        from .sources import CandidateQuantile
+        from .sources import CandidateQuantile, serves_out_of_core
 
         if self.input_kind in ("sqlite", "postgresql", "spark", "source"):
             return True
         if _is_graph_mechanism(mechanism):  # edge files and frames: DuckDB
             return self.input_kind == "file" or _is_frame(self._data)
+        if self.input_kind == "file" and sql is None and Path(str(self._data)).suffix.lower() \
+                in (".parquet", ".pq"):  # a Parquet file: DuckDB for what its aggregates serve
+            return serves_out_of_core(mechanism)
         return self.input_kind == "file" and isinstance(mechanism, CandidateQuantile)
 
     def source(self, sql: str | None = None) -> Any:

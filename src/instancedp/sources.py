@@ -35,19 +35,25 @@ statistic      out-of-core mechanism and the aggregate it reads
 ``ratio``     the share of ones among 0/1 flags (:class:`~instancedp.mechanisms.ratio.
                PrivateRatio`, every method): two counts, from one ``histogram``
                whose cells isolate exactly 0 and exactly 1
+``min``,       the in-memory recipe (smooth sensitivity by default, or Laplace),
+``max``,       its own code run on the engine's sorted column read by rank
+``trimmed-     (:class:`~instancedp.queries.order.SortedColumn`): ``count``,
+mean``         ``order_window`` around the target ranks (1; n; m + 1 and n − m)
+               as far as the smooth sensitivity's early-stop rule reaches, and
+               ``range_sum`` (a value's rank; the trimmed mean's exact kept sum)
 =============  =================================================================
 
-Other statistics (:data:`IN_MEMORY_ONLY`: the trimmed mean, min, max and
-several quantiles) read the whole sorted column — their smooth sensitivities
-range over every order statistic, the joint quantiles over every gap — so on
-a database or Spark they are refused from the request (``ParameterError``,
-"not available out of core", naming the in-memory path); a local Parquet/CSV
-file is read into memory for them (the in-memory path, as before).
+Several quantiles (:data:`IN_MEMORY_ONLY`) weigh every gap between order
+statistics (the joint exponential mechanism: no early stop), so on a database
+or Spark they are refused from the request (``ParameterError``, "not
+available out of core", naming the in-memory path); a local file is read into
+memory for them.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -77,10 +83,14 @@ __all__ = [
 ]
 
 #: statistics released from a backend's aggregates
-OUT_OF_CORE = ("count", "sum", "mean", "median", "quantile", "ratio")
-#: the Session's other statistics need the whole sorted column (smooth sensitivity over
-#: every order statistic, all the gaps of several quantiles): released in memory only
-IN_MEMORY_ONLY = ("trimmed-mean", "min", "max", "quantiles")
+OUT_OF_CORE = ("count", "sum", "mean", "median", "quantile", "ratio", "trimmed-mean", "min",
+               "max")
+#: released from the engine's sorted column read by rank (:class:`SortedColumn`), with the
+#: in-memory mechanisms (smooth sensitivity by default, or Laplace) and their options
+SORTED_STATISTICS = ("trimmed-mean", "min", "max")
+#: the joint quantiles' exponential mechanism weighs every gap between order statistics
+#: (no early stop): released in memory only
+IN_MEMORY_ONLY = ("quantiles",)
 #: cells of the default candidate grid (the log chart, see :class:`CandidateQuantile`)
 DEFAULT_CELLS = 4096
 #: largest candidate grid (a histogram of this many cells is one small aggregate)
@@ -285,11 +295,46 @@ def out_of_core_mechanism(
     from .recipes import build_mechanism, build_query
 
     stat = str(statistic).lower().replace("_", "-")
+    if stat in SORTED_STATISTICS:
+        # the in-memory recipe: the engine serves the order statistics it reads
+        if mechanism not in (None, "smooth", "laplace"):
+            raise ParameterError(
+                f"mechanism={mechanism!r} is not available out of core for {stat}: smooth "
+                "(the default) and laplace are",
+                parameter="mechanism",
+                allowed="smooth, laplace",
+            )
+        if resolution is not None or quantile is not None:
+            name = "resolution" if resolution is not None else "quantile"
+            raise ParameterError(f"{name} applies to medians and quantiles",
+                                 parameter=name, allowed="None")
+        return build_mechanism(stat, epsilon, delta, mechanism=mechanism, bounds=bounds,
+                               neighbours=neighbours, **other)
+    n = other.pop("n", None)
+    if (stat in ("median", "quantile") and neighbours == "substitution" and n is not None
+            and bounds is not None and mechanism is None and resolution is None):
+        # the in-memory default under substitution (n public): smooth sensitivity when
+        # ε·n is large, served by the sorted column like the min and max
+        from .recipes import default_mechanism
+
+        if default_mechanism(stat, epsilon, n, neighbours) == "smooth":
+            return build_mechanism(stat, epsilon, delta, bounds=bounds, quantile=quantile,
+                                   neighbours=neighbours, n=n)
+    elif (stat == "mean" and neighbours == "substitution" and n is not None
+          and mechanism in (None, "laplace") and resolution is None
+          and all(v is None for v in other.values())):
+        # the in-memory default under substitution: Laplace on the exact mean, scale from n
+        return build_mechanism(stat, epsilon, delta, mechanism="laplace", bounds=bounds,
+                               neighbours=neighbours, n=n)
+    elif n is not None:
+        other["n"] = n  # refused below, named
     used = {k: v for k, v in other.items() if v is not None}
     if stat not in OUT_OF_CORE or used:
         what = f"statistic={statistic!r}" if stat not in OUT_OF_CORE else (
             ", ".join(f"{k}=" for k in used))
-        why = (" (it reads the whole sorted column)" if stat in IN_MEMORY_ONLY else "")
+        why = (" (the several-quantile mechanisms weigh every gap between order "
+               "statistics: no early stop bounds what they read)" if stat in IN_MEMORY_ONLY
+               else "")
         raise ParameterError(
             f"{what} is not available out of core{why}; a database, Spark or a data file "
             f"releases {', '.join(OUT_OF_CORE)} from aggregates: release it in memory "
@@ -346,8 +391,9 @@ def out_of_core_mechanism(
         )
     if stat == "mean" and neighbours != "add_remove":
         raise ParameterError(
-            "the out-of-core mean is the noisy sum ÷ noisy count, an add/remove mechanism: "
-            "use neighbours='add_remove'",
+            "the out-of-core mean is the noisy sum ÷ noisy count under add/remove, and "
+            "Laplace on the exact mean with the public n= under substitution (the Session "
+            "passes the table's count): use neighbours='add_remove' or pass n",
             parameter="neighbours",
             allowed="add_remove",
         )
@@ -407,8 +453,11 @@ def release_from_source(
     from .mechanisms.sum_count import NoisySumOverCount
     from .mechanisms.unbounded import HistogramRankCounts, UnboundedQuantile
     from .queries.counts import Count, Sum
+    from .queries.means import Mean
 
     rs = resolve(rng)
+    if sorted_query(mechanism):
+        return mechanism.release(sorted_column(source, column, mechanism.query, missing), rs)
     if isinstance(mechanism, PrivateRatio):
         state = _ratio_counts(source, column, missing, policy)
         return mechanism._record(mechanism._draw(state, rs, None), rs)
@@ -441,7 +490,14 @@ def release_from_source(
         c = mechanism._count._draw(float(n), rs, None)
         mean = min(max(s / max(c, 1.0), 0.0), mechanism.range)
         return mechanism._record(mechanism.lower + mean, rs)
-    if isinstance(mechanism, LaplaceMechanism) and isinstance(mechanism.query, Count):
+    if isinstance(mechanism, LaplaceMechanism) and type(mechanism.query) is Mean:
+        q = mechanism.query  # substitution, n public: the exact mean, rounded once
+        n, total = source.count_and_sum(column, q.lower, q.upper, shift=True, missing=missing)
+        if n != q.n:
+            raise ParameterError(f"data has {n} records but the query's public n is {q.n}")
+        s = fixed_point_exponent(q.lower, q.upper, shift=True)
+        state = float(Fraction(q.lower) + Fraction(total, n) / Fraction(2) ** s)
+    elif isinstance(mechanism, LaplaceMechanism) and isinstance(mechanism.query, Count):
         state = float(source.count(column, missing=missing))
     elif isinstance(mechanism, LaplaceMechanism) and isinstance(mechanism.query, Sum):
         q = mechanism.query
@@ -453,6 +509,55 @@ def release_from_source(
             "of core", parameter="mechanism",
         )
     return mechanism._record(mechanism._draw(state, rs, None), rs)
+
+
+def serves_out_of_core(mechanism: Any) -> bool:
+    """Whether :func:`release_from_source` releases ``mechanism`` (from a Source's
+    aggregates, with the record of its in-memory release)."""
+    from .mechanisms.global_noise import LaplaceMechanism
+    from .mechanisms.quantile import ExponentialQuantile
+    from .mechanisms.ratio import PrivateRatio
+    from .mechanisms.sum_count import NoisySumOverCount
+    from .queries.counts import Count, Sum
+
+    if isinstance(mechanism, ExponentialQuantile):
+        return mechanism.base != "grid"
+    from .queries.means import Mean
+
+    if isinstance(mechanism, LaplaceMechanism) and type(mechanism.query) in (Count, Sum, Mean):
+        return True
+    return sorted_query(mechanism) or isinstance(
+        mechanism, PrivateRatio | CandidateQuantile | NoisySumOverCount)
+
+
+def sorted_query(mechanism: Any) -> bool:
+    """Whether ``mechanism`` releases a min, max or trimmed mean (smooth or Laplace) or a
+    smooth-sensitivity quantile: the mechanisms that read the sorted column through
+    :class:`~instancedp.queries.order.SortedColumn`."""
+    from .mechanisms.global_noise import LaplaceMechanism
+    from .mechanisms.smooth import SmoothSensitivityMechanism
+    from .queries.means import Mean, TrimmedMean
+    from .queries.order import Max, Min, Quantile
+
+    query = getattr(mechanism, "query", None)
+    if isinstance(mechanism, SmoothSensitivityMechanism) and isinstance(query, Quantile):
+        return True  # the substitution default at large ε·n
+    return (isinstance(mechanism, SmoothSensitivityMechanism | LaplaceMechanism)
+            and isinstance(query, Min | Max | TrimmedMean) and not isinstance(query, Mean))
+
+
+def sorted_column(source: Any, column: str | None, query: Any, missing: Any = "drop") -> Any:
+    """The engine's sorted column clamped to ``query``'s bounds, read by rank on demand
+    (:class:`~instancedp.queries.order.SortedColumn`: ``order_window`` for values,
+    ``range_sum`` for ranks and the trimmed mean's exact sum)."""
+    from .queries.order import SortedColumn
+
+    lo, hi = query.lower, query.upper
+    return SortedColumn(
+        source.count(column, missing=missing), lo, hi,
+        lambda a, b: source.order_window(column, lo, hi, a, b, missing=missing),
+        lambda a, b: source.range_sum(column, lo, hi, a, b, shift=True, missing=missing),
+    )
 
 
 def check_no_missing(source: Any, column: str | None) -> None:

@@ -12,6 +12,7 @@ primitive             what it returns
                       grid (``fixed_point_exponent``); statistic = S·2^−s
 ``histogram``         counts of clamped values per public cell [e_j, e_{j+1})
 ``order_window``      sorted clamped values at ranks [start, stop)
+``range_sum``         (#{x ≤ a}, #{x < b}, exact fixed-point sum of a < x < b)
 ``top_counts``        the k most frequent values and their counts
 ====================  ==========================================================
 
@@ -87,6 +88,14 @@ class Source:
     ) -> np.ndarray:
         """Sorted clamped values at 0-based ranks [start, stop); lower below 0, upper from n on."""
         return self.engine.order_window(column, lower, upper, start, stop, missing)
+
+    def range_sum(
+        self, column: str | None, lower: float, upper: float, a: float, b: float, *,
+        shift: bool = False, missing: Missing = "drop",
+    ) -> tuple[int, int, int]:
+        """(#{x ≤ a}, #{x < b}, S): x the clamped rows, S = Σ_{a < x < b} of the
+        fixed-point terms of :meth:`count_and_sum`; a = b gives a value's rank."""
+        return self.engine.range_sum(column, lower, upper, a, b, shift, missing)
 
     def top_counts(
         self, column: str | None, k: int, *, missing: Missing = "drop"

@@ -43,6 +43,7 @@ __all__ = [
     "count_and_sum",
     "histogram",
     "order_window",
+    "range_sum",
     "top_counts",
 ]
 
@@ -200,6 +201,35 @@ def order_window(
     return pad_window(x[max(start, 0) :], start, stop, lo, hi, offset=max(start, 0), n=x.size)
 
 
+def check_range(a: float, b: float) -> tuple[float, float]:
+    """Finite public or rank-found values a ≤ b (the ends of a value range)."""
+    a, b = float(a), float(b)
+    if not (math.isfinite(a) and math.isfinite(b)) or a > b:
+        raise ParameterError(
+            f"a value range needs finite a <= b, got [{a!r}, {b!r}]",
+            parameter="b",
+            allowed=f">= a ({a!r})",
+        )
+    return a, b
+
+
+def range_sum(
+    values: Any, lo: float, hi: float, a: float, b: float, shift: bool = False,
+    missing: Missing = "drop",
+) -> tuple[int, int, int]:
+    """(#{x ≤ a}, #{x < b}, S) over the clamped rows x, S = Σ_{a < x < b} k(x) with the
+    fixed-point terms k of :func:`count_and_sum` (exponent from lo, hi and ``shift``).
+
+    With the sorted window around two ranks this gives the exact sum of the
+    rows between them, ties at either end included (the trimmed mean), and
+    with a = b the rank of a value (#{x < a}, #{x ≤ a})."""
+    lo, hi = check_bounds(lo, hi)
+    a, b = check_range(a, b)
+    x = clamp(apply_missing(values, missing), lo, hi)
+    _, total = count_and_sum(x[(x > a) & (x < b)], lo, hi, shift)
+    return int(np.count_nonzero(x <= a)), int(np.count_nonzero(x < b)), total
+
+
 def pad_window(
     inside: np.ndarray, start: int, stop: int, lo: float, hi: float, *, offset: int, n: int
 ) -> np.ndarray:
@@ -271,6 +301,9 @@ class MemoryEngine:
 
     def order_window(self, column, lo, hi, start, stop, missing="drop") -> np.ndarray:
         return order_window(self._get(column), lo, hi, start, stop, missing)
+
+    def range_sum(self, column, lo, hi, a, b, shift=False, missing="drop") -> tuple:
+        return range_sum(self._get(column), lo, hi, a, b, shift, missing)
 
     def top_counts(self, column, k, missing="drop") -> list[tuple[Any, int]]:
         return top_counts(self._get(column), k, missing)

@@ -44,6 +44,7 @@ from ..errors import ParameterError
 from .base import Query, finite_range, relation
 from .order import (
     _X,
+    SortedColumn,
     _ar_cap,
     _distance,
     _is_empty,
@@ -178,6 +179,21 @@ def _rounded_mean(x: np.ndarray, lower: float, upper: float) -> float:
     return float(Fraction(lower) + mu)
 
 
+def kept_units(x: Any, first: int, last: int, lower: float, upper: float) -> int:
+    """Σ of the shifted fixed-point units k(x_i) (:func:`fixed_point_units`, ``shift=True``)
+    over the 1-based ranks first ≤ i ≤ last of the sorted clamped ``x``, exact.
+
+    On an engine's :class:`~instancedp.queries.order.SortedColumn`: the sum of
+    the rows strictly between x_first and x_last plus the ties at both ends
+    (``range_sum``), the same integer."""
+    if isinstance(x, SortedColumn):
+        def unit(v: float) -> int:
+            return int(fixed_point_units(np.array([v]), lower, upper, shift=True)[0])
+
+        return x.units_sum(first, last, unit)
+    return exact_clamped_sum(x[first - 1 : last], lower, upper, shift=True)
+
+
 def trim_count(trim: float, n: int) -> int:
     """m = ⌊trim·n⌋, exact (trim read as its decimal repr, like ``quantile_index``)."""
     num, den = Fraction(repr(float(trim))).as_integer_ratio()
@@ -243,7 +259,9 @@ class TrimmedMean(Query):
     def prepare_key(self) -> tuple:
         return ("sorted_clamped", self.lower, self.upper, self.drop_missing)
 
-    def _prepare(self, data: Any) -> np.ndarray:
+    def _prepare(self, data: Any) -> Any:
+        if isinstance(data, SortedColumn):  # an engine's column, sorted and clamped there
+            return data
         if self._empty_has_value and self.neighbours == "add_remove" and _is_empty(data):
             return np.empty(0)  # the empty table neighbours every one-row table
         return sorted_clamped(data, self.lower, self.upper, self.drop_missing)
@@ -280,7 +298,10 @@ class TrimmedMean(Query):
         if x.size == 0:  # add/remove only: the public midpoint
             return float(Fraction(self.lower) + (Fraction(self.upper) - Fraction(self.lower)) / 2)
         m = trim_count(self.trim, x.size)
-        return _rounded_mean(x[m : x.size - m], self.lower, self.upper)
+        total = kept_units(x, m + 1, x.size - m, self.lower, self.upper)
+        shifted = Fraction(total, x.size - 2 * m) / Fraction(2) ** fixed_point_exponent(
+            self.lower, self.upper, shift=True)
+        return float(Fraction(self.lower) + shifted)  # as _rounded_mean: rounded once
 
     def max_distance(self, data: Any) -> float:
         return float(self._x(data).size + (1 if self.neighbours == "add_remove" else 0))
@@ -340,31 +361,57 @@ class TrimmedMean(Query):
 
 
 class _TrimmedAddRemove:
-    """B(a, r) for r removals and a = 0..a_max additions (vectorised over a)."""
+    """B(a, r) for r removals and a = 0..a_max additions (vectorised over a).
 
-    def __init__(self, x: np.ndarray, trim: float, lower: float, upper: float) -> None:
+    The values are y_i = k(x_i)·2^−s, the shifted fixed-point values whose
+    mean the release computes (:func:`kept_units`; a non-decreasing map of
+    x_i, so the order and the derivation are unchanged), with y_i = 0 below
+    rank 1 and upper − lower above rank n.  The means over the shifted kept
+    ranks are the exact kept sum for n (``core``) plus signed partial sums of
+    y outward from the two trim ranks, so only ranks within the reach
+    examined are read: the same arithmetic on an array and on an engine's
+    :class:`~instancedp.queries.order.SortedColumn`."""
+
+    def __init__(self, x: Any, trim: float, lower: float, upper: float) -> None:
         self.x, self.lower, self.upper = x, lower, upper
         self.num, self.den = Fraction(repr(float(trim))).as_integer_ratio()
+        self.span = upper - lower
         self.mid = (upper - lower) / 2  # shifted origin: values are x − lower
-        self.pad = 0  # padded prefix sums are built lazily for the reach needed
+        self.s = fixed_point_exponent(lower, upper, shift=True)
+        n = x.size
+        self.m0 = (self.num * n) // self.den  # kept ranks m0 + 1 … n − m0 for the size n
+        kept = kept_units(x, self.m0 + 1, n - self.m0, lower, upper) if n else 0
+        self.core = float(Fraction(kept, 1 << self.s) if self.s >= 0 else kept * 2**-self.s)
+        self.pad = 0  # partial sums are built lazily for the reach needed
         self._prefix(64)
 
+    def _partial(self, start: int, step: int) -> np.ndarray:
+        """[Σ_{j < t} y_{start + step·j} for t = 0..pad]."""
+        y = self._X(start + step * np.arange(self.pad, dtype=np.int64))
+        return np.concatenate([[0.0], np.cumsum(y)])
+
     def _prefix(self, pad: int) -> None:
-        """Prefix sums of X_i − lower over 1-based indices [−pad, n + pad + 1]."""
-        vals = np.concatenate(
-            [np.zeros(pad + 1), self.x - self.lower, np.full(pad + 1, self.upper - self.lower)]
-        )
-        self.cum = np.concatenate([[0.0], np.cumsum(vals)])
+        """Partial sums of y outward from each trim rank, up to ``pad`` ranks."""
         self.pad = pad
+        m0, r0 = self.m0, self.x.size - self.m0
+        self.down, self.up = self._partial(m0, -1), self._partial(m0 + 1, 1)
+        self.rdown, self.rup = self._partial(r0, -1), self._partial(r0 + 1, 1)
 
     def _X(self, idx: np.ndarray) -> np.ndarray:
-        return _X(self.x, self.lower, self.upper, np.asarray(idx)) - self.lower
+        idx = np.asarray(idx)
+        v = _X(self.x, self.lower, self.upper, idx)
+        y = np.ldexp(fixed_point_units(v, self.lower, self.upper, shift=True), -self.s)
+        return np.where(idx > self.x.size, self.span, np.where(idx < 1, 0.0, y))
 
     def _mean(self, first: np.ndarray, last: np.ndarray) -> np.ndarray:
-        """Mean of X_i − lower over first ≤ i ≤ last (non-empty ranges)."""
-        # cum[j + pad] = Σ_{−pad ≤ i < j} (X_i − lower), 1-based i
-        p = self.pad
-        return (self.cum[last + p + 1] - self.cum[first + p]) / (last - first + 1)
+        """Mean of y_i over first ≤ i ≤ last (non-empty ranges within the reach):
+        Σ = Σ_{first..m0} + core + Σ_{r0+1..last} (signed sums, r0 = n − m0)."""
+        m0, r0, p = self.m0, self.x.size - self.m0, self.pad
+        t = m0 + 1 - first
+        left = np.where(t >= 0, self.down[np.clip(t, 0, p)], -self.up[np.clip(-t, 0, p)])
+        u = last - r0
+        right = np.where(u >= 0, self.rup[np.clip(u, 0, p)], -self.rdown[np.clip(-u, 0, p)])
+        return (self.core + (left + right)) / (last - first + 1)
 
     def _m(self, size: np.ndarray) -> np.ndarray:
         return (self.num * size) // self.den

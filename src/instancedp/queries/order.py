@@ -59,6 +59,7 @@ __all__ = [
     "Median",
     "Min",
     "Max",
+    "SortedColumn",
     "sorted_clamped",
     "quantile_index",
     "pair_local_sensitivity",
@@ -91,14 +92,121 @@ def quantile_index(q: float, n: int) -> int:
     return max(1, -((-num * n) // den))
 
 
-def _X(x: np.ndarray, lower: float, upper: float, idx: np.ndarray) -> np.ndarray:
-    """x_i for 1-based indices, with x_i = lower for i < 1 and upper for i > n."""
+def _X(x: Any, lower: float, upper: float, idx: np.ndarray) -> np.ndarray:
+    """x_i for 1-based indices, with x_i = lower for i < 1 and upper for i > n.
+
+    ``x``: the sorted array, or a :class:`SortedColumn` (only ranks in [1, n] are read)."""
+    idx = np.asarray(idx)
     n = x.size
-    if n == 0:
-        return np.where(idx < 1, lower, upper).astype(np.float64)
-    out = x[np.clip(idx, 1, n) - 1]
-    out = np.where(idx < 1, lower, out)
-    return np.where(idx > n, upper, out)
+    out = np.where(idx < 1, lower, upper).astype(np.float64)
+    inside = (idx >= 1) & (idx <= n)
+    if inside.any():
+        out[inside] = x[idx[inside] - 1]
+    return out
+
+
+def _searchsorted(x: Any, v: float, side: str) -> int:
+    """``np.searchsorted`` on the sorted array, or the rank count of a :class:`SortedColumn`."""
+    if isinstance(x, SortedColumn):
+        return x.searchsorted(v, side)
+    return int(np.searchsorted(x, v, side=side))
+
+
+class SortedColumn:
+    """The sorted clamped column x_1 ≤ … ≤ x_n of an engine, read by rank on demand.
+
+    It stands in for the array of :func:`sorted_clamped` in this module's
+    sensitivity computations (and the trimmed mean's in ``means.py``): integer,
+    slice and index-array reads return the engine's order statistics at those
+    (0-based) positions, ``searchsorted`` a count of rows below a value.  Each
+    value is the one the whole sorted array holds at that rank (the engines'
+    ``order_window`` is bit-equal to numpy's sort), so a computation on it
+    performs exactly the floating-point operations it performs on the array,
+    and reads only the ranks its early-stop rule reaches.
+
+    ``read(start, stop)``: the values at 0-based ranks [start, stop);
+    ``counts(a, b)``: (#{x ≤ a}, #{x < b}, Σ_{a < x < b} k(x)), k the shifted
+    fixed-point term of ``means.fixed_point_units`` (a backend's ``range_sum``).
+    ``lower``/``upper``: the public bounds the values are clamped to.
+    """
+
+    ndim = 1
+    #: ranks read around a missing one (a window costs about as much as a single value)
+    block = 512
+
+    def __init__(self, n: int, lower: float, upper: float, read: Any, counts: Any) -> None:
+        self.size = int(n)
+        self.lower, self.upper = float(lower), float(upper)
+        self._read, self._counts = read, counts
+        self._segments: list[tuple[int, np.ndarray]] = []  # (start, values), disjoint, sorted
+        self.reads = 0  # statements issued (read windows and counts), for tests and progress
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _fetch(self, start: int, stop: int) -> None:
+        start, stop = max(0, start), min(self.size, stop)
+        if start >= stop:
+            return
+        vals = np.asarray(self._read(start, stop), dtype=np.float64)
+        self.reads += 1
+        segs = sorted([*self._segments, (start, vals)], key=lambda t: t[0])
+        merged: list[tuple[int, np.ndarray]] = []
+        for s0, v in segs:
+            if merged and s0 <= merged[-1][0] + merged[-1][1].size:
+                m0, mv = merged[-1]
+                tail = v[m0 + mv.size - s0 :]
+                merged[-1] = (m0, np.concatenate([mv, tail]) if tail.size else mv)
+            else:
+                merged.append((s0, v))
+        self._segments = merged
+
+    def take(self, pos: np.ndarray) -> np.ndarray:
+        """Values at 0-based positions 0 ≤ pos < n (read from the engine where missing)."""
+        pos = np.asarray(pos, dtype=np.int64)
+        for _ in range(2):
+            out = np.empty(pos.shape, dtype=np.float64)
+            missing = np.ones(pos.shape, dtype=bool)
+            for s0, v in self._segments:
+                hit = (pos >= s0) & (pos < s0 + v.size)
+                out[hit] = v[pos[hit] - s0]
+                missing &= ~hit
+            if not missing.any():
+                return out
+            gone = np.unique(pos[missing])
+            # one read per run of missing positions (gaps of less than a block are bridged)
+            cuts = np.flatnonzero(np.diff(gone) > self.block) + 1
+            for run in np.split(gone, cuts):
+                lo, hi = int(run[0]), int(run[-1]) + 1
+                pad = max(self.block, (hi - lo) // 2)
+                self._fetch(lo - pad, hi + pad)
+        raise AssertionError("positions outside [0, n) were requested")  # pragma: no cover
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):
+            start, stop, step = key.indices(self.size)
+            return self.take(np.arange(start, stop, step))
+        if isinstance(key, int | np.integer):
+            k = int(key) + (self.size if key < 0 else 0)
+            return float(self.take(np.array([k]))[0])
+        return self.take(np.asarray(key))
+
+    def searchsorted(self, v: float, side: str = "left") -> int:
+        """#{x < v} (``side="left"``) or #{x ≤ v}, as ``np.searchsorted`` on the array."""
+        le, lt, _ = self._counts(float(v), float(v))
+        self.reads += 1
+        return int(lt if side == "left" else le)
+
+    def units_sum(self, first: int, last: int, units: Any) -> int:
+        """Σ k(x_i) over 1-based ranks first ≤ i ≤ last (1 ≤ first ≤ last ≤ n), exact:
+        the rows strictly between x_first and x_last, plus the ties at either end.
+        ``units(v)``: k of one value."""
+        a, b = self[first - 1], self[last - 1]
+        if a == b:
+            return (last - first + 1) * units(a)
+        le_a, lt_b, inner = self._counts(a, b)
+        self.reads += 1
+        return inner + (le_a - (first - 1)) * units(a) + (last - lt_b) * units(b)
 
 
 def pair_local_sensitivity(
@@ -229,9 +337,9 @@ def _distance_to_change(x: np.ndarray, lower: float, upper: float, i_max: int, j
     """Smallest width at which the window holds a pair with x_j > x_i (bisection)."""
     n = x.size
     vi = x[i_max - 1]
-    below = int(np.searchsorted(x, vi, side="left"))  # X index of the last x_i < vi (0: lower)
+    below = _searchsorted(x, vi, "left")  # X index of the last x_i < vi (0: lower)
     vj = x[j_min - 1]
-    above = int(np.searchsorted(x, vj, side="right")) + 1  # first X index with x_j > vj
+    above = _searchsorted(x, vj, "right") + 1  # first X index with x_j > vj
     dist = []
     if below > 0 or lower < vi:
         dist.append(i_max - below)
@@ -423,7 +531,9 @@ class _OrderStatistic(Query):
         # every order statistic (and the trimmed mean) with these bounds shares the sort
         return ("sorted_clamped", self.lower, self.upper, self.drop_missing)
 
-    def _prepare(self, data: Any) -> np.ndarray:
+    def _prepare(self, data: Any) -> Any:
+        if isinstance(data, SortedColumn):  # an engine's column, sorted and clamped there
+            return data
         if self.neighbours == "add_remove" and _is_empty(data):
             return np.empty(0)  # the empty table neighbours every one-row table
         return sorted_clamped(data, self.lower, self.upper, self.drop_missing)
