@@ -13,6 +13,8 @@ primitive             what it returns
 ``histogram``         counts of clamped values per public cell [e_j, e_{j+1})
 ``order_window``      sorted clamped values at ranks [start, stop)
 ``top_counts``        the k most frequent values and their counts
+``histogram_stats``   per cell: count, min, max; and the exact shifted sum
+``range_values``      sorted clamped values inside public ranges (few rows)
 ====================  ==========================================================
 
 Engines: ``numpy`` (in memory, the reference), ``duckdb`` (files and frames,
@@ -87,6 +89,20 @@ class Source:
     ) -> np.ndarray:
         """Sorted clamped values at 0-based ranks [start, stop); lower below 0, upper from n on."""
         return self.engine.order_window(column, lower, upper, start, stop, missing)
+
+    def histogram_stats(
+        self, column: str | None, edges: Any, *, missing: Missing = "drop"
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
+        """(counts, minima, maxima, exact shifted sum) per cell, in one pass (``numpy.py``)."""
+        return self.engine.histogram_stats(column, edges, missing)
+
+    def range_values(
+        self, column: str | None, lower: float, upper: float, ranges: Any, *,
+        missing: Missing = "drop",
+    ) -> np.ndarray:
+        """The clamped values inside any of the closed ``ranges``, sorted (few rows:
+        the caller sizes the ranges from :meth:`histogram_stats`)."""
+        return self.engine.range_values(column, lower, upper, ranges, missing)
 
     def top_counts(
         self, column: str | None, k: int, *, missing: Missing = "drop"
