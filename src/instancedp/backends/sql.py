@@ -436,6 +436,10 @@ class SQLEngine:
               if interior.size and self.lookup_table is not None else None)
         if interior.size == 0:
             sql = f"SELECT 0, COUNT(*), MIN(x), MAX(x), {terms} FROM {body}"
+        elif self.bucket_sql is not None:
+            cell = self.bucket_sql("x", interior, p)
+            sql = (f"SELECT b, COUNT(*), MIN(x), MAX(x), {terms} FROM "
+                   f"(SELECT x, k, {cell} AS b FROM {body}) AS h GROUP BY b")
         elif lm is not None:
             edge = np.full(lm.labels, np.inf)
             edge[lm.edge_labels] = interior
@@ -477,7 +481,7 @@ class SQLEngine:
         """(label, count, min, max) of the rows in [a, b], labels ⌊(x − a)·B/(b − a)⌋, sorted."""
         d = self.dialect
         c = d.labels / (b - a)
-        if not math.isfinite(c):
+        if not (math.isfinite(c) and math.isfinite(b - a)):  # b − a overflows: c = 0, (x − a)·c NaN
             return None
         p: list = []
         src = self._clamped(column, lo, hi, missing, p)
