@@ -549,6 +549,20 @@ def _describe_column(
     return column_release(data, col, plan, shares, source, sum_count, level)
 
 
+def _rank_windows(qmech: Any, n: int) -> list[tuple[int, int]]:
+    """A read hint: the order windows around every level's target rank q·n in the whole
+    column (a node's actual window is near it), fetched in one pass.  Only which reads
+    happen depends on it, never a value read or drawn."""
+    from .mechanisms.quantile import PieceSet
+
+    eps0 = qmech.per_mechanism_epsilon()
+    out = []
+    for q in qmech.query.qs:
+        start, stop = PieceSet.window_pieces(n, float(q), eps0, 1.0)
+        out.append((max(start - 1, 0), min(stop, n)))
+    return out
+
+
 def column_release(
     data: Any, col: str, plan: dict[str, Any], shares: dict[str, float], source: Any,
     sum_count: type, level: float | None = None,
@@ -577,6 +591,7 @@ def column_release(
             LEVELS[1:-1], shares["quantiles"] / 2, mechanism="recursive", bounds=(lo, hi),
             neighbours=plan["relation"])
     n, total, reader, leaves = data.clamped(lo, hi)
+    reader.prefetch(_rank_windows(qmech, n))
     q = qmech._record(qmech.draw_from(n, reader, source), source)
     records["quartiles" if outer else "quantiles"] = q.to_dict()
     qs = [float(v) for v in q.value]

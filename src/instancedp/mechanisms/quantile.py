@@ -340,9 +340,12 @@ class PieceSet:
         """(i, u): the piece drawn and the point in it (chart coordinates)."""
         if self.full:
             return sample_piece(self.log_weights, self.window, source)
+        i = np.arange(self.start, self.stop, dtype=np.float64)
+        # the same float operations as log_weight, at once for the window
+        window_ld = -self.epsilon * np.abs(i - self.q * self.n) / (2 * self.delta)
         return sample_piece_lazy(
             self.log_weight, self._edge, self.n + 1,
-            self.start, self.window, source,
+            self.start, self.window, source, window_ld,
         )
 
     def edge(self, i: int) -> float:

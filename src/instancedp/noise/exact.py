@@ -883,8 +883,12 @@ def sample_piece_lazy(
     window_start: int,
     window_edges: Any,
     rng: Any = None,
+    window_log_density: Any = None,
 ) -> tuple[int, float]:
     """:func:`sample_piece` over m pieces whose edges are read only where needed.
+
+    ``window_log_density`` (optional): the floats ``log_density(i)`` of the
+    window's pieces s … t − 1, computed at once by the caller (the same values).
 
     Piece i has log-density ``log_density(i)`` (a float) on [a_i, a_{i+1}];
     ``window_edges`` are the known edges a_s … a_t (s = ``window_start``),
@@ -919,6 +923,9 @@ def sample_piece_lazy(
         )
     edges: dict[int, float] = dict(enumerate(win, start=s))
     ld_cache: dict[int, float] = {}
+    if window_log_density is not None:
+        ld_cache.update(enumerate(np.asarray(window_log_density, dtype=np.float64).tolist(),
+                                  start=s))
 
     def ld(i: int) -> float:
         if i not in ld_cache:
@@ -960,7 +967,8 @@ def sample_piece_lazy(
         runs = [None if i1 == i2 else (min(ld(i1), ld(i2 - 1)), max(ld(i1), ld(i2 - 1)),
                                        edge(i2) - edge(i1))
                 for i1, i2 in ((0, s), (t, m))]
-        lds = np.array([ld(i) for i in range(s, t)])
+        lds = (np.asarray(window_log_density, dtype=np.float64)
+               if window_log_density is not None else np.array([ld(i) for i in range(s, t)]))
         p = _lazy_float_inversion(lds, np.diff(np.asarray(win)), runs[0], runs[1], u)
         if p is not None:
             return s + p, uniform(edges[s + p], edges[s + p + 1], source)
