@@ -346,6 +346,11 @@ def describe(
     return DescribeResult(rows, guarantee, parameters, source.secure, records)
 
 
+#: DuckDB's settings for a file described out of core (e.g. ``{"memory_limit": "1GB",
+#: "threads": 2}``; None: DuckDB's defaults)
+ENGINE: dict[str, Any] = {"memory_limit": None, "threads": None}
+
+
 def _file_source(data: Any, chosen: list[str]) -> Any:
     """The file on DuckDB, out of core, read as the in-memory path reads it: the public
     read policy of :class:`~instancedp.io.AnalystQuery` (CSV cells cast to numbers,
@@ -360,7 +365,7 @@ def _file_source(data: Any, chosen: list[str]) -> Any:
         f"CASE WHEN isfinite(TRY_CAST({q} AS DOUBLE)) THEN TRY_CAST({q} AS DOUBLE) END AS {q}"
         for q in (_quote_ident(c) for c in chosen))
     return Source("duckdb", connect(path, sql=f"SELECT {cols} FROM data",
-                                    reader=AnalystQuery.relation(path)))
+                                    reader=AnalystQuery.relation(path), **ENGINE))
 
 
 def column_plan(
