@@ -51,9 +51,33 @@ it covers, all inside the same charge:
   (:func:`~instancedp.intervals.open_ends`), so they cover the rows' own
   quantiles.
 
-Memory: one column at a time is read into memory (8 bytes per non-missing
-row, plus a sorted copy), never the whole table; the columns are read by
-DuckDB from the file (CSV/Parquet) or the in-memory frame.
+Where the rows are read (the kind of input, a public fact; never n):
+
+* **a file** (Parquet, CSV/TSV) — out of core, through DuckDB
+  (:func:`_file_source`: the read policy of the in-memory path, non-finite
+  values NULL).  Per column and clamp range [lo, hi] (the bounds, or R) ONE
+  aggregate pass, :meth:`~instancedp.backends.Source.histogram_stats` on the
+  error bars' public tree cells (:func:`index_edges`), gives the count n, the
+  exact fixed-point clamped sum, the tree's cell counts and a rank index (per
+  cell its count, minimum and maximum).  The recursive quantiles
+  (:func:`~instancedp.mechanisms.recursive_quantiles.recursive_draw`) read
+  their order windows by rank through :class:`IndexedColumn`: a level's
+  windows are fetched in one ``range_values`` pass over their cells' value
+  ranges (cells whose minimum equals their maximum need no read; windows
+  whose cells hold more than :data:`FETCH_ROWS` rows go to the engine's
+  ``order_window``).  Without bounds, the bound-free p5/p95 step is released
+  from the engine where :func:`~instancedp.sources.release_from_source`
+  offers the bound-free quantile, and otherwise reads that one column into
+  memory for that step only;
+* **an in-memory frame** — one column at a time as a sorted array; the same
+  code (:func:`column_release`) reads it by slicing.
+
+Both give the same values to the same draws, in the same order, so a file
+and the same rows in memory give the same record bytes for the same seed
+(``tests/test_describe_out_of_core.py``).  Memory, out of core with bounds:
+the index (≤ 1,025 cells), at most :data:`FETCH_ROWS` fetched rows per read
+and the engine's own (DuckDB's ``memory_limit``, :data:`ENGINE`): a bound
+independent of n (``benchmarks/quantiles.py --describe-memory``).
 """
 
 from __future__ import annotations
@@ -543,7 +567,10 @@ class ColumnData:
         from .mechanisms.recursive_quantiles import SortedRows
 
         xc = np.clip(self.x, lo, hi) + 0.0
-        total = ref.count_and_sum(xc, lo, hi, True)[1]
+        try:
+            total: int | None = ref.count_and_sum(xc, lo, hi, True)[1]
+        except ParameterError:  # hi − lo overflows: no grid (as histogram_stats says)
+            total = None
         return int(xc.size), total, SortedRows(xc), lambda plan: tree_leaves(xc, plan)
 
 
