@@ -56,7 +56,14 @@ def probe_light(source, column) -> dict:
     for w in (WINDOWS[1], WINDOWS[4]):
         out[("window",) + w] = source.order_window(column, *w).tobytes()
     out["top"] = [(np.float64(v).tobytes(), c) for v, c in source.top_counts(column, 3)]
+    out["stats"] = stats(source, column, EDGES[3])
     return out
+
+
+def stats(source, column, edges) -> tuple:
+    """histogram_stats as exact bytes (NaN minima and maxima of empty cells included)."""
+    counts, mins, maxs, total = source.histogram_stats(column, edges)
+    return counts.tolist(), mins.tobytes(), maxs.tobytes(), total
 
 
 def probe(source, column) -> dict:
@@ -74,4 +81,9 @@ def probe(source, column) -> dict:
     for w in WINDOWS:
         out[("window",) + w] = source.order_window(column, *w).tobytes()
     out["top"] = [(np.float64(v).tobytes(), c) for v, c in source.top_counts(column, 3)]
+    for i, e in enumerate(EDGES):
+        out[("stats", i)] = stats(source, column, e)
+    for lo, hi, ranges in [(-2.0, 2.0, [(-2.0, -0.5), (0.0, 0.0), (1.0, 2.0)]),
+                           (-1e300, 1e300, [(-1e300, 1e300)])]:
+        out[("range", lo, hi)] = source.range_values(column, lo, hi, ranges).tobytes()
     return out

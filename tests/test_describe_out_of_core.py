@@ -122,16 +122,18 @@ def _check_reader(src, col, x, lo, hi, seed):
     assert np.array_equal(idx.leaves(plan), tree_leaves(xs, plan))
 
 
-@pytest.mark.parametrize("fetch", [1 << 18, 3], ids=["cells", "order_window"])
-def test_rank_reader_reads_the_sorted_clamped_values(monkeypatch, fetch, tmp_path):
-    """Every read path (fetched cells, cells all equal, the engine's order_window
-    when cells hold more than FETCH_ROWS rows) returns the reference's bytes, on
-    DuckDB and on SQLite."""
+@pytest.mark.parametrize("fetch,rounds", [(1 << 18, 3), (40, 3), (3, 0)],
+                         ids=["cells", "split_cells", "order_window"])
+def test_rank_reader_reads_the_sorted_clamped_values(monkeypatch, fetch, rounds, tmp_path):
+    """Every read path (fetched cells, cells all equal, cells split when they hold more
+    than FETCH_ROWS rows, the engine's order_window when splitting is not allowed)
+    returns the reference's bytes, on DuckDB and on SQLite."""
     import sqlite3
 
     import instancedp.describe as desc
 
     monkeypatch.setattr(desc, "FETCH_ROWS", fetch)
+    monkeypatch.setattr(desc, "REFINE_ROUNDS", rounds)
     gen = np.random.default_rng(3)
     x = np.r_[gen.normal(0, 1, 300), np.full(40, 2.0), [-0.0, 1e308, -1e308, np.nan]]
     pd.DataFrame({"v": x}).to_parquet(tmp_path / "v.parquet")

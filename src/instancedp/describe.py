@@ -63,10 +63,10 @@ Where the rows are read (the kind of input, a public fact; never n):
   (:func:`~instancedp.mechanisms.recursive_quantiles.recursive_draw`) read
   their order windows by rank through :class:`IndexedColumn`: a level's
   windows are fetched in one ``range_values`` pass over their cells' value
-  ranges (cells whose minimum equals their maximum need no read; windows
-  whose cells hold more than :data:`FETCH_ROWS` rows go to the engine's
-  ``order_window``).  Without bounds, the bound-free p5/p95 step is released
-  from the engine where :func:`~instancedp.sources.release_from_source`
+  ranges (cells whose minimum equals their maximum need no read; cells
+  holding more than :data:`FETCH_ROWS` rows are split in one more pass, or
+  the window goes to the engine's ``order_window``).  Without bounds, the
+  bound-free p5/p95 step is released from the engine where :func:`~instancedp.sources.release_from_source`
   offers the bound-free quantile, and otherwise reads that one column into
   memory for that step only;
 * **an in-memory frame** — one column at a time as a sorted array; the same
@@ -416,6 +416,11 @@ def column_plan(
 #: most rows one read of a column's rank index fetches (a public constant: with the
 #: index's cells and the order windows' cap it bounds describe's memory, whatever n is)
 FETCH_ROWS = 1 << 18
+#: a cell holding too many rows is split into this many equal cells over [its min, its
+#: max] (one more aggregate pass), at most REFINE_ROUNDS times, up to MAX_INDEX_EDGES edges
+REFINE_CELLS = 1024
+REFINE_ROUNDS = 3
+MAX_INDEX_EDGES = 1 << 15
 
 
 def index_edges(lo: float, hi: float) -> np.ndarray:
@@ -435,8 +440,9 @@ class IndexedColumn:
     (rows of earlier cells are < min_c, of later cells > max_c), so a rank window
     is read by fetching its cells' value ranges (:meth:`~instancedp.backends.Source.
     range_values`, at most :data:`FETCH_ROWS` rows), a cell whose minimum equals its
-    maximum is known without a read, and a window whose cells hold more rows is
-    read by the engine's ``order_window`` (refinement by counting).  Every path
+    maximum is known without a read, a cell holding too many rows is split
+    (:data:`REFINE_CELLS` equal cells over its [min, max], one more pass), and a
+    window still too wide is read by the engine's ``order_window``.  Every path
     returns the sorted clamped values at the ranks asked: what an in-memory array
     gives (:class:`~instancedp.mechanisms.recursive_quantiles.SortedRows`), so the
     draws are the same.  Memory: the index (≤ 1,025 cells) and the fetched cells."""
@@ -458,13 +464,39 @@ class IndexedColumn:
     def _known(self, c: int) -> bool:
         return self.counts[c] == 0 or self.mins[c] == self.maxs[c] or c in self._values
 
-    def _fetch(self, cells: Any) -> bool:
-        """Read the cells not yet known, in one pass; False when they hold too many rows."""
-        need = sorted(c for c in set(cells) if not self._known(c))
-        if not need:
-            return True
-        if int(self.counts[need].sum()) > FETCH_ROWS:
+    def _ensure(self, windows: list[tuple[int, int]]) -> bool:
+        """Make the cells of the rank windows known: fetch them in one pass, after
+        splitting cells that hold too many rows (each split is one more aggregate pass
+        on finer public-in-the-release edges); False when that does not suffice."""
+        for _ in range(REFINE_ROUNDS + 1):
+            cells: set[int] = set()
+            for start, stop in windows:
+                if stop > start:
+                    cells.update(self._cells(start, stop))
+            need = sorted(c for c in cells if not self._known(c))
+            if not need:
+                return True
+            if int(self.counts[need].sum()) <= FETCH_ROWS:
+                self._fetch(need)
+                return True
+            if not self._refine(need):
+                return False
+        return False
+
+    def _refine(self, need: list[int]) -> bool:
+        """Split each cell of ``need`` into REFINE_CELLS equal cells over [min, max]."""
+        extra = [np.linspace(self.mins[c], self.maxs[c], REFINE_CELLS + 1)[1:-1] for c in need]
+        edges = np.unique(np.concatenate([self.edges, *extra]))
+        if edges.size > MAX_INDEX_EDGES or edges.size == self.edges.size:
             return False
+        self.edges = edges
+        self.counts, self.mins, self.maxs, _ = self.source.histogram_stats(self.column, edges)
+        self.cum = np.concatenate(([0], np.cumsum(self.counts)))
+        self._values = {}
+        return True
+
+    def _fetch(self, need: list[int]) -> None:
+        """Read the rows of the cells ``need`` (not known yet) in one pass."""
         runs: list[list[int]] = []
         for c in need:  # consecutive cells: one value range [min of the first, max of the last]
             if runs and runs[-1][-1] == c - 1:
@@ -479,23 +511,17 @@ class IndexedColumn:
             pos += int(self.counts[c])
         if pos != vals.size:  # the cells' counts and their rows disagree: an engine fault
             raise RuntimeError(f"rank index of {self.column!r}: {vals.size} rows, {pos} counted")
-        return True
 
     def prefetch(self, windows: list[tuple[int, int]]) -> None:
-        cells: set[int] = set()
-        for start, stop in windows:
-            if stop > start:
-                cells.update(self._cells(start, stop))
-        self._fetch(cells)
+        self._ensure(windows)
 
     def read(self, start: int, stop: int) -> np.ndarray:
         if stop <= start:
             return np.empty(0)
-        cells = self._cells(start, stop)
-        if not self._fetch(cells):
+        if not self._ensure([(start, stop)]):
             return self.source.order_window(self.column, self.lo, self.hi, start, stop)
         parts = []
-        for c in cells:
+        for c in self._cells(start, stop):
             a = max(start, int(self.cum[c])) - int(self.cum[c])
             b = min(stop, int(self.cum[c + 1])) - int(self.cum[c])
             v = self._values.get(c)
