@@ -66,9 +66,10 @@ Where the rows are read (the kind of input, a public fact; never n):
   ranges (cells whose minimum equals their maximum need no read; cells
   holding more than :data:`FETCH_ROWS` rows are split in one more pass, or
   the window goes to the engine's ``order_window``).  Without bounds, the
-  bound-free p5/p95 step is released from the engine where :func:`~instancedp.sources.release_from_source`
-  offers the bound-free quantile, and otherwise reads that one column into
-  memory for that step only;
+  bound-free p5/p95 step is released from the engine where
+  :func:`~instancedp.sources.release_from_source` offers the bound-free
+  quantile, and otherwise reads that one column into memory for that step
+  only;
 * **an in-memory frame** — one column at a time as a sorted array; the same
   code (:func:`column_release`) reads it by slicing.
 
