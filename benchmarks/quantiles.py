@@ -753,9 +753,12 @@ def write(res: dict, name: str) -> None:
             "",
             "With bounds every column is released from DuckDB aggregates (one pass of "
             "counts, minima, maxima and the exact sum per cell, then a few order windows), "
-            "so the peak does not grow with the rows; without bounds the bound-free "
-            "p5/p95 step still reads its column into memory (8 bytes a row) until that "
-            "scan is released from aggregates too.",
+            "so Python never holds a column: the peak is bounded by the interpreter and "
+            "libraries, DuckDB's `memory_limit` and at most 2¹⁸ fetched rows per read, "
+            "whatever the number of rows (what grows between the two sizes is DuckDB's "
+            "own buffer use, within its limit).  Without bounds the bound-free p5/p95 "
+            "step still reads its column into memory (8 bytes a row) until that scan is "
+            "released from aggregates too.",
             "",
         ]
     goal = goal_rows(rows)
