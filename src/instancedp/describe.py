@@ -343,11 +343,12 @@ def describe(
             "coverage": "each interval separately, at the level",
         }
     session.ledger.price(session.dataset_id, guarantee, None)  # CompositionError early
-    charge = session._charge(guarantee, "describe", parameters, None)
+    # a file: its engine, opened before the charge (opening binds the schema, no row)
+    engine = _file_source(data, chosen) if session.input_kind == "file" else None
     try:
-        rows, records = [], {}
-        engine = _file_source(data, chosen) if session.input_kind == "file" else None
+        charge = session._charge(guarantee, "describe", parameters, None)
         try:
+            rows, records = [], {}
             for col in chosen:
                 if engine is not None:
                     cd = ColumnData(source=engine, column=col, data=data)
@@ -355,18 +356,18 @@ def describe(
                     from .io import AnalystQuery
 
                     cd = ColumnData(np.sort(AnalystQuery(data, column=col).read()))
-                rows_col, rec = _describe_column(cd, col, plans[col], shares, source,
-                                                 NoisySumOverCount, level)
+                rows_col, rec = column_release(cd, col, plans[col], shares, source,
+                                               NoisySumOverCount, level)
                 rows.append(rows_col)
                 records[col] = rec
-        finally:
-            if engine is not None:
-                engine.close()
-    except Exception:
-        session._mark(charge.id, "failed")
-        if session.analyst:  # the cause may depend on the rows
-            raise DataError(ANALYST_FAILURE) from None
-        raise
+        except Exception:
+            session._mark(charge.id, "failed")
+            if session.analyst:  # the cause may depend on the rows
+                raise DataError(ANALYST_FAILURE) from None
+            raise
+    finally:
+        if engine is not None:
+            engine.close()
     session._mark(charge.id, "released")
     return DescribeResult(rows, guarantee, parameters, source.secure, records)
 
@@ -599,13 +600,6 @@ class ColumnData:
         except ParameterError:  # hi − lo overflows: no grid (as histogram_stats says)
             total = None
         return int(xc.size), total, SortedRows(xc), lambda plan: tree_leaves(xc, plan)
-
-
-def _describe_column(
-    data: ColumnData, col: str, plan: dict[str, Any], shares: dict[str, float], source: Any,
-    sum_count: type, level: float | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    return column_release(data, col, plan, shares, source, sum_count, level)
 
 
 def _rank_windows(qmech: Any, n: int) -> list[tuple[int, int]]:
