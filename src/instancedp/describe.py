@@ -420,9 +420,9 @@ def column_plan(
 FETCH_ROWS = 1 << 18
 #: a cell holding too many rows is split into this many equal cells over [its min, its
 #: max] (one more aggregate pass), at most REFINE_ROUNDS times, up to MAX_INDEX_EDGES edges
-REFINE_CELLS = 1024
+REFINE_CELLS = 256
 REFINE_ROUNDS = 3
-MAX_INDEX_EDGES = 1 << 15
+MAX_INDEX_EDGES = 1 << 12
 
 
 def index_edges(lo: float, hi: float) -> np.ndarray:
@@ -470,7 +470,7 @@ class IndexedColumn:
         """Make the cells of the rank windows known: fetch them in one pass, after
         splitting cells that hold too many rows (each split is one more aggregate pass
         on finer public-in-the-release edges); False when that does not suffice."""
-        for _ in range(REFINE_ROUNDS + 1):
+        for round_ in range(REFINE_ROUNDS + 1):
             cells: set[int] = set()
             for start, stop in windows:
                 if stop > start:
@@ -481,15 +481,19 @@ class IndexedColumn:
             if int(self.counts[need].sum()) <= FETCH_ROWS:
                 self._fetch(need)
                 return True
-            if not self._refine(need):
+            if round_ == REFINE_ROUNDS or not self._refine(need):
                 return False
         return False
 
     def _refine(self, need: list[int]) -> bool:
-        """Split each cell of ``need`` into REFINE_CELLS equal cells over [min, max]."""
-        extra = [np.linspace(self.mins[c], self.maxs[c], REFINE_CELLS + 1)[1:-1] for c in need]
+        """Split each cell of ``need`` into equal cells over its [min, max] (at most
+        REFINE_CELLS each, at most MAX_INDEX_EDGES edges in all)."""
+        per = min(REFINE_CELLS, (MAX_INDEX_EDGES - self.edges.size) // len(need))
+        if per < 2:
+            return False
+        extra = [np.linspace(self.mins[c], self.maxs[c], per + 1)[1:-1] for c in need]
         edges = np.unique(np.concatenate([self.edges, *extra]))
-        if edges.size > MAX_INDEX_EDGES or edges.size == self.edges.size:
+        if edges.size == self.edges.size:
             return False
         self.edges = edges
         self.counts, self.mins, self.maxs, _ = self.source.histogram_stats(self.column, edges)
