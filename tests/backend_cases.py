@@ -62,7 +62,14 @@ def probe_light(source, column) -> dict:
         out[("window",) + w] = source.order_window(column, *w).tobytes()
     out["top"] = [(np.float64(v).tobytes(), c) for v, c in source.top_counts(column, 3)]
     out["range"] = source.range_sum(column, *RANGES[0][:4], shift=RANGES[0][4])
+    out["stats"] = stats(source, column, EDGES[3])
     return out
+
+
+def stats(source, column, edges) -> tuple:
+    """histogram_stats as exact bytes (NaN minima and maxima of empty cells included)."""
+    counts, mins, maxs, total = source.histogram_stats(column, edges)
+    return counts.tolist(), mins.tobytes(), maxs.tobytes(), total
 
 
 def probe(source, column) -> dict:
@@ -83,4 +90,9 @@ def probe(source, column) -> dict:
     for r in RANGES:
         out[("range",) + r] = source.range_sum(column, *r[:4], shift=r[4])
     out["range_fill"] = source.range_sum(column, -2.0, 2.0, -1.0, 1.0, missing=0.75)
+    for i, e in enumerate(EDGES):
+        out[("stats", i)] = stats(source, column, e)
+    for lo, hi, ranges in [(-2.0, 2.0, [(-2.0, -0.5), (0.0, 0.0), (1.0, 2.0)]),
+                           (-1e300, 1e300, [(-1e300, 1e300)])]:
+        out[("range", lo, hi)] = source.range_values(column, lo, hi, ranges).tobytes()
     return out

@@ -312,13 +312,13 @@ def test_recursive_composition_totals_epsilon(monkeypatch):
     import instancedp.mechanisms.recursive_quantiles as rq
 
     calls = []
-    real = rq.single_quantile
 
-    def spy(x, q, a, b, eps, source):
-        calls.append((len(x), a, b, eps))
-        return real(x, q, a, b, eps, source)
+    class Spy(rq.ExponentialQuantile):  # each node: the rows it reads, its range and ε₀
+        def pieces(self, n, read):
+            calls.append((n, self.lower, self.upper, self.epsilon))
+            return super().pieces(n, read)
 
-    monkeypatch.setattr(rq, "single_quantile", spy)
+    monkeypatch.setattr(rq, "ExponentialQuantile", Spy)
     x = np.random.default_rng(3).uniform(0, 10, 200)
     for relation, k in (("add_remove", 1), ("substitution", 2)):
         for m in (1, 2, 3, 7, 9, 19):

@@ -51,9 +51,34 @@ it covers, all inside the same charge:
   (:func:`~instancedp.intervals.open_ends`), so they cover the rows' own
   quantiles.
 
-Memory: one column at a time is read into memory (8 bytes per non-missing
-row, plus a sorted copy), never the whole table; the columns are read by
-DuckDB from the file (CSV/Parquet) or the in-memory frame.
+Where the rows are read (the kind of input, a public fact; never n):
+
+* **a file** (Parquet, CSV/TSV) — out of core, through DuckDB
+  (:func:`_file_source`: the read policy of the in-memory path, non-finite
+  values NULL).  Per column and clamp range [lo, hi] (the bounds, or R) ONE
+  aggregate pass, :meth:`~instancedp.backends.Source.histogram_stats` on the
+  error bars' public tree cells (:func:`index_edges`), gives the count n, the
+  exact fixed-point clamped sum, the tree's cell counts and a rank index (per
+  cell its count, minimum and maximum).  The recursive quantiles
+  (:func:`~instancedp.mechanisms.recursive_quantiles.recursive_draw`) read
+  their order windows by rank through :class:`IndexedColumn`: a level's
+  windows are fetched in one ``range_values`` pass over their cells' value
+  ranges (cells whose minimum equals their maximum need no read; cells
+  holding more than :data:`FETCH_ROWS` rows are split in one more pass, or
+  the window goes to the engine's ``order_window``).  Without bounds, the
+  bound-free p5/p95 step is released from the engine where
+  :func:`~instancedp.sources.release_from_source` offers the bound-free
+  quantile, and otherwise reads that one column into memory for that step
+  only;
+* **an in-memory frame** — one column at a time as a sorted array; the same
+  code (:func:`column_release`) reads it by slicing.
+
+Both give the same values to the same draws, in the same order, so a file
+and the same rows in memory give the same record bytes for the same seed
+(``tests/test_describe_out_of_core.py``).  Memory, out of core with bounds:
+the index (≤ 1,025 cells), at most :data:`FETCH_ROWS` fetched rows per read
+and the engine's own (DuckDB's ``memory_limit``, :data:`ENGINE`): a bound
+independent of n (``benchmarks/quantiles.py --describe-memory``).
 """
 
 from __future__ import annotations
@@ -318,21 +343,55 @@ def describe(
             "coverage": "each interval separately, at the level",
         }
     session.ledger.price(session.dataset_id, guarantee, None)  # CompositionError early
-    charge = session._charge(guarantee, "describe", parameters, None)
+    # a file: its engine, opened before the charge (opening binds the schema, no row)
+    engine = _file_source(data, chosen) if session.input_kind == "file" else None
     try:
-        rows, records = [], {}
-        for col in chosen:
-            rows_col, rec = _describe_column(data, col, plans[col], shares, source,
-                                             NoisySumOverCount, level)
-            rows.append(rows_col)
-            records[col] = rec
-    except Exception:
-        session._mark(charge.id, "failed")
-        if session.analyst:  # the cause may depend on the rows
-            raise DataError(ANALYST_FAILURE) from None
-        raise
+        charge = session._charge(guarantee, "describe", parameters, None)
+        try:
+            rows, records = [], {}
+            for col in chosen:
+                if engine is not None:
+                    cd = ColumnData(source=engine, column=col, data=data)
+                else:
+                    from .io import AnalystQuery
+
+                    cd = ColumnData(np.sort(AnalystQuery(data, column=col).read()))
+                rows_col, rec = column_release(cd, col, plans[col], shares, source,
+                                               NoisySumOverCount, level)
+                rows.append(rows_col)
+                records[col] = rec
+        except Exception:
+            session._mark(charge.id, "failed")
+            if session.analyst:  # the cause may depend on the rows
+                raise DataError(ANALYST_FAILURE) from None
+            raise
+    finally:
+        if engine is not None:
+            engine.close()
     session._mark(charge.id, "released")
     return DescribeResult(rows, guarantee, parameters, source.secure, records)
+
+
+#: DuckDB's settings for a file described out of core (e.g. ``{"memory_limit": "1GB",
+#: "threads": 2}``; None: DuckDB's defaults)
+ENGINE: dict[str, Any] = {"memory_limit": None, "threads": None}
+
+
+def _file_source(data: Any, chosen: list[str]) -> Any:
+    """The file on DuckDB, out of core, read as the in-memory path reads it: the public
+    read policy of :class:`~instancedp.io.AnalystQuery` (CSV cells cast to numbers,
+    Parquet's declared types), every described column as a double with NULL, NaN,
+    ±inf and cells that are not numbers made NULL (dropped by the primitives)."""
+    from .backends import Source
+    from .backends.duckdb import connect
+    from .io import AnalystQuery, _quote_ident
+
+    path = Path(str(data))
+    cols = ", ".join(
+        f"CASE WHEN isfinite(TRY_CAST({q} AS DOUBLE)) THEN TRY_CAST({q} AS DOUBLE) END AS {q}"
+        for q in (_quote_ident(c) for c in chosen))
+    return Source("duckdb", connect(path, sql=f"SELECT {cols} FROM data",
+                                    reader=AnalystQuery.relation(path), **ENGINE))
 
 
 def column_plan(
@@ -354,49 +413,259 @@ def column_plan(
     return {"bounds": bounds, "quantiles": qmech, "relation": relation}
 
 
-def _describe_column(
-    data: Any, col: str, plan: dict[str, Any], shares: dict[str, float], source: Any,
-    sum_count: type, level: float | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    from .io import AnalystQuery
+# -- reading a column: in memory, or from an engine's aggregates -------------------------
 
-    x = np.sort(AnalystQuery(data, column=col).read())  # finite values; missing dropped
-    return column_release(x, col, plan, shares, source, sum_count, level)
+#: most rows one read of a column's rank index fetches (a public constant: with the
+#: index's cells and the order windows' cap it bounds describe's memory, whatever n is)
+FETCH_ROWS = 1 << 18
+#: a cell holding too many rows is split into this many equal cells over [its min, its
+#: max] (one more aggregate pass), at most REFINE_ROUNDS times, up to MAX_INDEX_EDGES edges
+REFINE_CELLS = 256
+REFINE_ROUNDS = 3
+MAX_INDEX_EDGES = 1 << 12
+
+
+def index_edges(lo: float, hi: float) -> np.ndarray:
+    """The public cells of a column's one aggregate pass: the error bars' tree cells
+    (the log chart over [lo, hi], :data:`TREE`), repeated edges merged."""
+    from .intervals import chart_scale_for, tree_edges
+
+    return np.unique(tree_edges(lo, hi, chart_scale_for(lo, hi), TREE[0] ** TREE[1]))
+
+
+class IndexedColumn:
+    """A column clamped to [lo, hi] on an engine, read by rank through ONE aggregate
+    pass (:meth:`~instancedp.backends.Source.histogram_stats` on :func:`index_edges`:
+    per cell its count, minimum and maximum, and the exact clamped sum).
+
+    The rows of cell c are the ranks [cum_c, cum_{c+1}) and lie in [min_c, max_c]
+    (rows of earlier cells are < min_c, of later cells > max_c), so a rank window
+    is read by fetching its cells' value ranges (:meth:`~instancedp.backends.Source.
+    range_values`, at most :data:`FETCH_ROWS` rows), a cell whose minimum equals its
+    maximum is known without a read, a cell holding too many rows is split
+    (:data:`REFINE_CELLS` equal cells over its [min, max], one more pass), and a
+    window still too wide is read by the engine's ``order_window``.  Every path
+    returns the sorted clamped values at the ranks asked: what an in-memory array
+    gives (:class:`~instancedp.mechanisms.recursive_quantiles.SortedRows`), so the
+    draws are the same.  Memory: the index (≤ 1,025 cells) and the fetched cells."""
+
+    def __init__(self, source: Any, column: str, lo: float, hi: float) -> None:
+        self.source, self.column, self.lo, self.hi = source, column, lo, hi
+        self.edges = index_edges(lo, hi)
+        self.counts, self.mins, self.maxs, self.total = source.histogram_stats(
+            column, self.edges)
+        self.cum = np.concatenate(([0], np.cumsum(self.counts)))
+        self.n = int(self.cum[-1])
+        self._values: dict[int, np.ndarray] = {}
+
+    def _cells(self, start: int, stop: int) -> range:
+        first = int(np.searchsorted(self.cum, start, side="right")) - 1
+        last = int(np.searchsorted(self.cum, stop - 1, side="right")) - 1
+        return range(first, last + 1)
+
+    def _known(self, c: int) -> bool:
+        return self.counts[c] == 0 or self.mins[c] == self.maxs[c] or c in self._values
+
+    def _ensure(self, windows: list[tuple[int, int]]) -> bool:
+        """Make the cells of the rank windows known: fetch them in one pass, after
+        splitting cells that hold too many rows (each split is one more aggregate pass
+        on finer public-in-the-release edges); False when that does not suffice."""
+        for round_ in range(REFINE_ROUNDS + 1):
+            cells: set[int] = set()
+            for start, stop in windows:
+                if stop > start:
+                    cells.update(self._cells(start, stop))
+            need = sorted(c for c in cells if not self._known(c))
+            if not need:
+                return True
+            if int(self.counts[need].sum()) <= FETCH_ROWS:
+                self._fetch(need)
+                return True
+            if round_ == REFINE_ROUNDS or not self._refine(need):
+                return False
+        return False
+
+    def _refine(self, need: list[int]) -> bool:
+        """Split each cell of ``need`` into equal cells over its [min, max] (at most
+        REFINE_CELLS each, at most MAX_INDEX_EDGES edges in all)."""
+        per = min(REFINE_CELLS, (MAX_INDEX_EDGES - self.edges.size) // len(need))
+        if per < 2:
+            return False
+        extra = [np.linspace(self.mins[c], self.maxs[c], per + 1)[1:-1] for c in need]
+        edges = np.unique(np.concatenate([self.edges, *extra]))
+        if edges.size == self.edges.size:
+            return False
+        self.edges = edges
+        self.counts, self.mins, self.maxs, _ = self.source.histogram_stats(self.column, edges)
+        self.cum = np.concatenate(([0], np.cumsum(self.counts)))
+        self._values = {}
+        return True
+
+    def _fetch(self, need: list[int]) -> None:
+        """Read the rows of the cells ``need`` (not known yet) in one pass."""
+        runs: list[list[int]] = []
+        for c in need:  # consecutive cells: one value range [min of the first, max of the last]
+            if runs and runs[-1][-1] == c - 1:
+                runs[-1].append(c)
+            else:
+                runs.append([c])
+        ranges = [(float(self.mins[r[0]]), float(self.maxs[r[-1]])) for r in runs]
+        vals = self.source.range_values(self.column, self.lo, self.hi, ranges)
+        pos = 0
+        for c in need:
+            self._values[c] = vals[pos:pos + int(self.counts[c])]
+            pos += int(self.counts[c])
+        if pos != vals.size:  # the cells' counts and their rows disagree: an engine fault
+            raise RuntimeError(f"rank index of {self.column!r}: {vals.size} rows, {pos} counted")
+
+    def prefetch(self, windows: list[tuple[int, int]]) -> None:
+        self._ensure(windows)
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        if stop <= start:
+            return np.empty(0)
+        if not self._ensure([(start, stop)]):
+            return self.source.order_window(self.column, self.lo, self.hi, start, stop)
+        parts = []
+        for c in self._cells(start, stop):
+            a = max(start, int(self.cum[c])) - int(self.cum[c])
+            b = min(stop, int(self.cum[c + 1])) - int(self.cum[c])
+            v = self._values.get(c)
+            parts.append(v[a:b] if v is not None else np.full(b - a, self.mins[c]))
+        return np.concatenate(parts)
+
+    def below_upper(self) -> int:
+        """#{rows < hi} (rows clamped to hi are not below it)."""
+        c = self.counts.size - 1
+        if self.counts[c] == 0 or self.maxs[c] < self.hi:
+            return self.n
+        if self.mins[c] == self.hi:
+            return int(self.cum[c])
+        left, right = int(self.cum[c]), self.n - 1  # the first rank holding hi: bisection
+        while left < right:
+            mid = (left + right) // 2
+            if self.read(mid, mid + 1)[0] < self.hi:
+                left = mid + 1
+            else:
+                right = mid
+        return left
+
+    def leaves(self, plan: Any) -> np.ndarray:
+        """The error bars' tree cell counts (:func:`~instancedp.intervals.tree_leaves`)."""
+        pos = np.searchsorted(self.edges, plan.edges[:-1], side="left")
+        below = np.where(pos < self.counts.size, self.cum[np.minimum(pos, self.counts.size)],
+                         -1)
+        if np.any(below < 0):  # repeated edges at hi: the rows equal to hi have a cell
+            below[below < 0] = self.below_upper()
+        return np.diff(np.append(below, self.n))
+
+
+class ColumnData:
+    """What :func:`column_release` reads: the column in memory (a sorted array) or on
+    an engine (``source`` and ``column``).  Both give the same values to the same
+    code, so the same seed gives the same record."""
+
+    def __init__(self, x: np.ndarray | None = None, *, source: Any = None,
+                 column: str | None = None, data: Any = None) -> None:
+        self.x, self.source, self.column, self.data = x, source, column, data
+
+    def bound_free(self, mech: Any, rs: Any) -> Any:
+        """The bound-free p5 and p95 (:class:`~instancedp.mechanisms.unbounded_quantiles.
+        UnboundedQuantiles`): from the engine where it releases them
+        (:func:`~instancedp.sources.release_from_source`), else from the column read
+        into memory for this step."""
+        if self.source is not None:
+            from .sources import release_from_source
+
+            try:
+                values = [float(release_from_source(p, self.source, self.column, rs).value)
+                          for p in mech._parts]
+                return mech._record(np.sort(np.array(values)), rs)
+            except ParameterError as exc:  # raised from the mechanism's type, before a draw
+                if exc.parameter != "mechanism":
+                    raise
+            from .io import AnalystQuery
+
+            return mech.release(AnalystQuery(self.data, column=self.column).read(), rng=rs)
+        return mech.release(self.x, rng=rs)
+
+    def clamped(self, lo: float, hi: float) -> tuple[int, int | None, Any, Any]:
+        """(n, exact shifted clamped sum, rank reader, tree leaves function) on [lo, hi]."""
+        if self.source is not None:
+            idx = IndexedColumn(self.source, self.column, lo, hi)
+            return idx.n, idx.total, idx, idx.leaves
+        from .backends import numpy as ref
+        from .intervals import tree_leaves
+        from .mechanisms.recursive_quantiles import SortedRows
+
+        xc = np.clip(self.x, lo, hi) + 0.0
+        try:
+            total: int | None = ref.count_and_sum(xc, lo, hi, True)[1]
+        except ParameterError:  # hi − lo overflows: no grid (as histogram_stats says)
+            total = None
+        return int(xc.size), total, SortedRows(xc), lambda plan: tree_leaves(xc, plan)
+
+
+def _rank_windows(qmech: Any, n: int) -> list[tuple[int, int]]:
+    """A read hint: the order windows around every level's target rank q·n in the whole
+    column (a node's actual window is near it), fetched in one pass.  Only which reads
+    happen depends on it, never a value read or drawn."""
+    from .mechanisms.quantile import PieceSet
+
+    eps0 = qmech.per_mechanism_epsilon()
+    out = []
+    for q in qmech.query.qs:
+        start, stop = PieceSet.window_pieces(n, float(q), eps0, 1.0)
+        out.append((max(start - 1, 0), min(stop, n)))
+    return out
 
 
 def column_release(
-    x: np.ndarray, col: str, plan: dict[str, Any], shares: dict[str, float], source: Any,
+    data: Any, col: str, plan: dict[str, Any], shares: dict[str, float], source: Any,
     sum_count: type, level: float | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One column's row of the result from its sorted non-missing values."""
+    """One column's row of the result from a :class:`ColumnData` (or its sorted
+    non-missing values).  The draws, in order: the quantiles (bound-free p5 and
+    p95 first where there are no bounds), the sum's noise, the count's, the
+    error bars' tree."""
+    from .queries.means import fixed_point_exponent, fixed_point_value
     from .recipes import build_quantiles_mechanism
 
-    q = plan["quantiles"].release(x, rng=source)
-    qs = [float(v) for v in q.value]
-    records = {"quantiles": q.to_dict()}
+    if not isinstance(data, ColumnData):
+        data = ColumnData(np.sort(np.asarray(data, dtype=np.float64)))
+    records: dict[str, Any] = {}
     if plan["bounds"] is not None:
         lo, hi = plan["bounds"]
+        qmech, outer = plan["quantiles"], None
     else:  # a public function of released values: the winsorising range R
         from .intervals import released_range
 
-        lo, hi = released_range([qs[0], qs[-1]])
-        inner = build_quantiles_mechanism(
+        rec = data.bound_free(plan["quantiles"], source)
+        records["quantiles"] = rec.to_dict()
+        outer = [float(v) for v in rec.value]
+        lo, hi = released_range([outer[0], outer[-1]])
+        qmech = build_quantiles_mechanism(
             LEVELS[1:-1], shares["quantiles"] / 2, mechanism="recursive", bounds=(lo, hi),
-            neighbours=plan["relation"],
-        ).release(x, rng=source)
-        records["quartiles"] = inner.to_dict()
-        qs = sorted([qs[0], *(float(v) for v in inner.value), qs[-1]])
+            neighbours=plan["relation"])
+    n, total, reader, leaves = data.clamped(lo, hi)
+    reader.prefetch(_rank_windows(qmech, n))
+    q = qmech._record(qmech.draw_from(n, reader, source), source)
+    records["quartiles" if outer else "quantiles"] = q.to_dict()
+    qs = [float(v) for v in q.value]
+    if outer:
+        qs = sorted([outer[0], *qs, outer[-1]])
     # ε_sum + ε_count = 2·¼ of the column's ε; split ½ within the sum-count mean
     mean_mech = sum_count(lo, hi, shares["sum"] + shares["count"],
                           split=shares["sum"] / (shares["sum"] + shares["count"]))
-    y = mean_mech._shifted(x)
-    s = mean_mech._sum.release(y, rng=source).value
-    c = mean_mech._count.release(y, rng=source).value
+    # the draws of NoisySumOverCount.release: the sum's noise, then the count's
+    s_value = fixed_point_value(total, fixed_point_exponent(lo, hi, shift=True))
+    s = mean_mech._sum._draw(s_value, source, None)
+    c = mean_mech._count._draw(float(n), source, None)
     mean = lo + min(max(s / max(c, 1.0), 0.0), mean_mech.range)
     row: dict[str, Any] = {"column": col, "count": max(0, int(round(c))), "mean": float(mean)}
     row.update(dict(zip(QUANTILE_NAMES, qs, strict=True)))
     if level is not None:
-        row["ci"] = _column_intervals(x, s, c, qs, mean_mech, plan, (lo, hi), shares,
+        row["ci"] = _column_intervals(leaves, s, c, qs, mean_mech, plan, (lo, hi), shares,
                                       level, source)
     if plan["bounds"] is None:
         row["mean_clamp"] = [float(lo), float(hi)]
@@ -404,7 +673,7 @@ def column_release(
 
 
 def _column_intervals(
-    x: np.ndarray, s: float, c: float, qs: list[float], mean_mech: Any, plan: dict[str, Any],
+    leaves: Any, s: float, c: float, qs: list[float], mean_mech: Any, plan: dict[str, Any],
     clamp: tuple[float, float], shares: dict[str, float], level: float, source: Any,
 ) -> dict[str, list[float]]:
     """[lower, upper] per statistic (module docstring): count and mean by
@@ -424,9 +693,9 @@ def _column_intervals(
                                 clamp[0], mean_mech.range, level)
     lo, hi = clamp
     pairs, _ = quantiles_intervals(
-        x, LEVELS, lower=lo, upper=hi, neighbours=plan["relation"],
+        None, LEVELS, lower=lo, upper=hi, neighbours=plan["relation"],
         epsilon=shares["intervals"], level=level, chart_scale=chart_scale_for(lo, hi),
-        source=source, centres=qs, branching=TREE[0], depth=TREE[1])
+        source=source, centres=qs, branching=TREE[0], depth=TREE[1], leaves=leaves)
     if plan["bounds"] is None:
         pairs = open_ends(pairs, lo, hi)
     out = {"count": [max(float(c_lo), 0.0), max(float(c_hi), 0.0)],

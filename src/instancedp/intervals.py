@@ -401,33 +401,50 @@ def tree_plan(
     branching: int = TREE_BRANCHING, depth: int = TREE_DEPTH,
 ) -> TreePlan:
     """The public tree over [lower, upper] at ε (nothing here reads a row)."""
-    from .mechanisms.quantile import log_scale_map
-
-    phi, phi_inv = log_scale_map(chart_scale)
-    k = branching**depth
-    u = float(phi(lower)) + (float(phi(upper)) - float(phi(lower))) * np.arange(k + 1) / k
-    with np.errstate(over="ignore"):  # φ⁻¹ may round past huge bounds: clipped
-        edges = np.clip(phi_inv(u), lower, upper)
-    edges[0], edges[-1] = lower, upper
-    edges = np.maximum.accumulate(edges)  # rounding never makes a cell negative
+    edges = tree_edges(lower, upper, chart_scale, branching**depth)
     sens = depth * (2 if neighbours == "substitution" else 1)
     return TreePlan(branching, depth, sens, Fraction(sens) / Fraction(epsilon), edges,
                     float(chart_scale))
 
 
-def tree_nodes(rows: np.ndarray, plan: TreePlan) -> list[np.ndarray]:
-    """Exact node counts, level b = 0 (the K cells) … h − 1 (B nodes of B^{h−1} cells).
+def tree_edges(lower: float, upper: float, chart_scale: float, cells: int) -> np.ndarray:
+    """``cells`` + 1 nondecreasing public points from ``lower`` to ``upper``, uniform in
+    the chart φ(u) = sign(u)·log1p(|u|/s), s = ``chart_scale`` (no row is read)."""
+    from .mechanisms.quantile import log_scale_map
 
-    ``rows``: sorted, clamped to [edges[0], edges[K]].  A row lies in one cell,
-    hence in one node per level: adding or removing it changes h counts by one
-    (L1 = h); substituting it moves it between two cells (L1 ≤ 2h)."""
+    phi, phi_inv = log_scale_map(chart_scale)
+    u = float(phi(lower)) + (float(phi(upper)) - float(phi(lower))) * np.arange(cells + 1) / cells
+    with np.errstate(over="ignore"):  # φ⁻¹ may round past huge bounds: clipped
+        edges = np.clip(phi_inv(u), lower, upper)
+    edges[0], edges[-1] = lower, upper
+    return np.maximum.accumulate(edges)  # rounding never makes a cell negative
+
+
+def tree_leaves(rows: np.ndarray, plan: TreePlan) -> np.ndarray:
+    """The K cell counts: #{x in [edges[i], edges[i + 1])}, the last cell closed.
+
+    ``rows``: sorted, clamped to [edges[0], edges[K]]."""
     x = np.asarray(rows, dtype=np.float64)
     below = np.searchsorted(x, plan.edges[:-1], side="left").astype(np.int64)
-    leaves = np.diff(np.append(below, x.size))
+    return np.diff(np.append(below, x.size))
+
+
+def tree_nodes(rows: np.ndarray, plan: TreePlan, leaves: np.ndarray | None = None
+               ) -> list[np.ndarray]:
+    """Exact node counts, level b = 0 (the K cells) … h − 1 (B nodes of B^{h−1} cells).
+
+    ``rows``: sorted, clamped to [edges[0], edges[K]] (or ``leaves``, the cell
+    counts of :func:`tree_leaves`, e.g. from a database's histogram).  A row lies
+    in one cell, hence in one node per level: adding or removing it changes h
+    counts by one (L1 = h); substituting it moves it between two cells (L1 ≤ 2h)."""
+    if leaves is None:
+        leaves = tree_leaves(rows, plan)
+    leaves = np.asarray(leaves, dtype=np.int64)
     return [leaves.reshape(-1, plan.branching**b).sum(axis=1) for b in range(plan.depth)]
 
 
-def noisy_tree(rows: np.ndarray, plan: TreePlan, source: RandomSource) -> list[np.ndarray]:
+def noisy_tree(rows: np.ndarray, plan: TreePlan, source: RandomSource,
+               leaves: np.ndarray | None = None) -> list[np.ndarray]:
     """Every node count plus independent exact discrete Laplace noise of scale Δ/ε.
 
     ε-DP: the node vector has L1 sensitivity Δ (:func:`tree_nodes`), and the
@@ -437,7 +454,7 @@ def noisy_tree(rows: np.ndarray, plan: TreePlan, source: RandomSource) -> list[n
     from .noise.discrete import sample_discrete_laplace
 
     return [c + np.asarray(sample_discrete_laplace(plan.scale, source, c.size), dtype=np.int64)
-            for c in tree_nodes(rows, plan)]
+            for c in tree_nodes(rows, plan, leaves)]
 
 
 def _prefix(levels: list[np.ndarray], plan: TreePlan, k: np.ndarray) -> np.ndarray:
@@ -577,11 +594,14 @@ def quantiles_intervals(
     rows: np.ndarray, qs: Any, *, lower: float, upper: float, neighbours: str,
     epsilon: float, level: float, chart_scale: float, source: RandomSource,
     centres: Any = None, branching: int = TREE_BRANCHING, depth: int = TREE_DEPTH,
+    leaves: Any = None,
 ) -> tuple[list[tuple[float, float]], TreePlan]:
     """An interval for every level q_j at ``level`` from ONE ε-DP noisy histogram,
     and the tree's public plan.  ``rows``: sorted, clamped to [lower, upper];
     ``centres``: the released values (then only :func:`tested_edges` around each
-    are tested, a smaller union bound), or None (every edge).
+    are tested, a smaller union bound), or None (every edge).  ``leaves``: instead
+    of ``rows``, a function of the tree's public plan returning its cell counts
+    (:func:`tree_leaves`; e.g. from a database's histogram on the plan's edges).
 
     Each [L_j, U_j] covers x_(⌈q_j n⌉) of the rows (``lower`` when ⌈q_j n⌉ = 0)
     with probability ≥ ``level``; the cost does not grow with m.
@@ -616,6 +636,9 @@ def quantiles_intervals(
     """
     plan = tree_plan(lower, upper, neighbours=neighbours, epsilon=epsilon,
                      chart_scale=chart_scale, branching=branching, depth=depth)
+    if leaves is not None:
+        return cdf_intervals(noisy_tree(None, plan, source, leaves(plan)), plan, qs, level,
+                             centres), plan
     x = np.clip(np.asarray(rows, dtype=np.float64), lower, upper)
     return cdf_intervals(noisy_tree(x, plan, source), plan, qs, level, centres), plan
 

@@ -875,26 +875,7 @@ class AnalystQuery:
         paths: list[str] = []
         if isinstance(source, (str, Path)):
             p = _existing_file(source)
-            reader = _reader(p)
-            if reader == "read_csv_auto":
-                delim = "\t" if ".tsv" in p.name.lower() else ","
-                # Public policy: a header row, the given delimiter, every column as
-                # text (cast below); rows that cannot be parsed are skipped.
-                names = self._csv_header(p, delim)
-                cols = ", ".join(f"{_sql_literal(n)}: 'VARCHAR'" for n in names)
-                rel = (
-                    f"read_csv({_sql_literal(str(p))}, auto_detect=false, header=true, "
-                    f"delim={_sql_literal(delim)}, quote='\"', escape='\"', "
-                    f"columns={{{cols}}}, ignore_errors=true, null_padding=true)"
-                )
-            elif reader in _DECLARED_TYPES:
-                rel = f"{reader}({_sql_literal(str(p))})"
-            else:
-                raise SchemaError(
-                    f"{p.name}: analyst mode reads CSV/TSV (columns cast by the public "
-                    "policy) and Parquet (declared types) only; JSON types are inferred "
-                    "from the rows: convert the file to Parquet"
-                )
+            rel = self.relation(p)
             try:  # binds the schema: the header or the Parquet footer, not the rows
                 con.execute(f"CREATE VIEW data AS SELECT * FROM {rel}")
             except duckdb.Error as exc:
@@ -932,6 +913,31 @@ class AnalystQuery:
                 f"the selected expression has type {kind}, which is not numeric: select a "
                 "number (text columns of a CSV are cast to numbers by the public policy)"
             )
+
+    @classmethod
+    def relation(cls, p: Path) -> str:
+        """DuckDB's table function reading file ``p`` under the public policy: CSV/TSV
+        with a header row, every column as text (cast to numbers by the query),
+        rows that cannot be parsed skipped; Parquet with its declared types."""
+        from .errors import SchemaError
+
+        reader = _reader(p)
+        if reader == "read_csv_auto":
+            delim = "\t" if ".tsv" in p.name.lower() else ","
+            names = cls._csv_header(p, delim)
+            cols = ", ".join(f"{_sql_literal(n)}: 'VARCHAR'" for n in names)
+            return (
+                f"read_csv({_sql_literal(str(p))}, auto_detect=false, header=true, "
+                f"delim={_sql_literal(delim)}, quote='\"', escape='\"', "
+                f"columns={{{cols}}}, ignore_errors=true, null_padding=true)"
+            )
+        if reader in _DECLARED_TYPES:
+            return f"{reader}({_sql_literal(str(p))})"
+        raise SchemaError(
+            f"{p.name}: analyst mode reads CSV/TSV (columns cast by the public "
+            "policy) and Parquet (declared types) only; JSON types are inferred "
+            "from the rows: convert the file to Parquet"
+        )
 
     @staticmethod
     def _csv_header(p: Path, delim: str) -> list[str]:

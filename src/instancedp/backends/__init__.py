@@ -14,6 +14,8 @@ primitive             what it returns
 ``order_window``      sorted clamped values at ranks [start, stop)
 ``range_sum``         (#{x ≤ a}, #{x < b}, exact fixed-point sum of a < x < b)
 ``top_counts``        the k most frequent values and their counts
+``histogram_stats``   per cell: count, min, max; and the exact shifted sum
+``range_values``      sorted clamped values inside public ranges (few rows)
 ====================  ==========================================================
 
 Engines: ``numpy`` (in memory, the reference), ``duckdb`` (files and frames,
@@ -96,6 +98,20 @@ class Source:
         """(#{x ≤ a}, #{x < b}, S): x the clamped rows, S = Σ_{a < x < b} of the
         fixed-point terms of :meth:`count_and_sum`; a = b gives a value's rank."""
         return self.engine.range_sum(column, lower, upper, a, b, shift, missing)
+
+    def histogram_stats(
+        self, column: str | None, edges: Any, *, missing: Missing = "drop"
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
+        """(counts, minima, maxima, exact shifted sum) per cell, in one pass (``numpy.py``)."""
+        return self.engine.histogram_stats(column, edges, missing)
+
+    def range_values(
+        self, column: str | None, lower: float, upper: float, ranges: Any, *,
+        missing: Missing = "drop",
+    ) -> np.ndarray:
+        """The clamped values inside any of the closed ``ranges``, sorted (few rows:
+        the caller sizes the ranges from :meth:`histogram_stats`)."""
+        return self.engine.range_values(column, lower, upper, ranges, missing)
 
     def top_counts(
         self, column: str | None, k: int, *, missing: Missing = "drop"

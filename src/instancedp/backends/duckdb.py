@@ -39,6 +39,7 @@ def connect(
     threads: int | None = None,
     temp_directory: str | None = None,
     lines: bool = False,
+    reader: str | None = None,
 ) -> SQLEngine:
     """An engine over a file path (Parquet/CSV/JSON) or a pandas/polars/Arrow frame.
 
@@ -46,7 +47,9 @@ def connect(
     read its result.  ``lines=True`` (text files): ``data`` is one VARCHAR column
     ``line`` per line of the file, read as Latin-1 with no quoting and no type
     or header sniffing, so nothing about how a line is read depends on the other
-    lines (the graph backend parses edge lists from it).
+    lines (the graph backend parses edge lists from it).  ``reader``: the table
+    function reading the file under a public policy (e.g.
+    :meth:`instancedp.io.AnalystQuery.relation`) instead of the suffix's default.
     """
     import duckdb
 
@@ -68,18 +71,18 @@ def connect(
         if not path.exists():
             raise ParameterError(f"no such file: {str(path)!r}", parameter="data")
         suffix = path.suffix.lower()
-        if suffix not in _READERS:
+        if reader is None and suffix not in _READERS:
             raise ParameterError(
                 f"cannot read {path.name!r} with DuckDB",
                 parameter="data",
                 allowed=", ".join(sorted(_READERS)),
             )
-        if lines:
+        if reader is None and lines:
             reader = (f"read_csv({_literal(str(path))}, columns = {{'line': 'VARCHAR'}}, "
                       "header = false, delim = '\x01', quote = '', escape = '', "
                       "auto_detect = false, null_padding = true, strict_mode = false, "
                       "encoding = 'latin-1')")
-        else:
+        elif reader is None:
             reader = f"{_READERS[suffix]}({_literal(str(path))})"
         con.execute(f"CREATE VIEW data AS SELECT * FROM {reader}")
         allowed.append(str(path.resolve()))

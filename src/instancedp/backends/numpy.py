@@ -42,8 +42,10 @@ __all__ = [
     "count",
     "count_and_sum",
     "histogram",
+    "histogram_stats",
     "order_window",
     "range_sum",
+    "range_values",
     "top_counts",
 ]
 
@@ -187,6 +189,46 @@ def histogram(values: Any, edges: Sequence[float], missing: Missing = "drop") ->
     return np.bincount(cell, minlength=e.size - 1).astype(np.int64)
 
 
+def histogram_stats(
+    values: Any, edges: Sequence[float], missing: Missing = "drop"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
+    """(counts, minima, maxima, S) per public cell of the values clamped to [e_0, e_m]
+    (cells as :func:`histogram`; an empty cell's minimum and maximum are NaN).
+
+    S is the exact shifted sum Σ trunc((clamp(x) − e_0)·2^s) on the grid
+    s = ``fixed_point_exponent(e_0, e_m, shift=True)`` (None when e_m − e_0
+    overflows).  One pass gives a column's count, its clamped sum and a rank
+    index: the rows of cell j are the ranks [Σ_{i<j} counts_i, Σ_{i≤j} counts_i),
+    all inside [min_j, max_j]."""
+    e = check_edges(edges)
+    x = clamp(apply_missing(values, missing), float(e[0]), float(e[-1]))
+    m = e.size - 1
+    cell = np.searchsorted(e[1:-1], x, side="right")
+    counts = np.bincount(cell, minlength=m).astype(np.int64)
+    mins, maxs = np.full(m, np.inf), np.full(m, -np.inf)
+    np.minimum.at(mins, cell, x)
+    np.maximum.at(maxs, cell, x)
+    mins[counts == 0] = maxs[counts == 0] = np.nan
+    try:
+        total: int | None = count_and_sum(x, float(e[0]), float(e[-1]), True)[1]
+    except ParameterError:
+        total = None
+    return counts, mins, maxs, total
+
+
+def range_values(
+    values: Any, lo: float, hi: float, ranges: Sequence[tuple[float, float]],
+    missing: Missing = "drop",
+) -> np.ndarray:
+    """The clamped values lying in any of the closed ``ranges`` [a, b], sorted."""
+    lo, hi = check_bounds(lo, hi)
+    x = np.sort(clamp(apply_missing(values, missing), lo, hi))
+    keep = np.zeros(x.size, dtype=bool)
+    for a, b in ranges:
+        keep |= (x >= a) & (x <= b)
+    return x[keep]
+
+
 def order_window(
     values: Any, lo: float, hi: float, start: int, stop: int, missing: Missing = "drop"
 ) -> np.ndarray:
@@ -304,6 +346,12 @@ class MemoryEngine:
 
     def range_sum(self, column, lo, hi, a, b, shift=False, missing="drop") -> tuple:
         return range_sum(self._get(column), lo, hi, a, b, shift, missing)
+
+    def histogram_stats(self, column, edges, missing="drop") -> tuple:
+        return histogram_stats(self._get(column), edges, missing)
+
+    def range_values(self, column, lo, hi, ranges, missing="drop") -> np.ndarray:
+        return range_values(self._get(column), lo, hi, ranges, missing)
 
     def top_counts(self, column, k, missing="drop") -> list[tuple[Any, int]]:
         return top_counts(self._get(column), k, missing)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SchemaError
+from ..errors import ParameterError, SchemaError
 from . import numpy as ref
 
 __all__ = ["Dialect", "LabelMap", "SQLEngine", "label_map"]
@@ -418,11 +418,76 @@ class SQLEngine:
                 out[base + 1] += int(above)
         return out
 
+    def histogram_stats(
+        self, column: str | None, edges: Sequence[float], missing: ref.Missing = "drop"
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
+        """The reference's (counts, minima, maxima, S) in one scan: the cells as
+        :meth:`histogram` assigns them (labels and one edge comparison, or the binary
+        search), each with COUNT, MIN, MAX and the exact sum of its fixed-point terms."""
+        d = self.dialect
+        e = ref.check_edges(edges)
+        m = e.size - 1
+        e0, em = float(e[0]), float(e[-1])
+        p: list = []
+        src = self._clamped(column, e0, em, missing, p)
+        try:
+            s = ref.fixed_point_exponent(e0, em, True)
+        except ParameterError:
+            s = None
+        k = "0" if s is None else self._units(f"(x - {d.lit(e0, p)})", s, p)
+        terms, read = self._sum_terms("k")
+        body = f"(SELECT x, {k} AS k FROM {src}) AS kk"
+        interior = e[1:-1]
+        lm = (label_map(e0, em, interior)
+              if interior.size and self.lookup_table is not None else None)
+        if interior.size == 0:
+            sql = f"SELECT 0, COUNT(*), MIN(x), MAX(x), {terms} FROM {body}"
+        elif self.bucket_sql is not None:
+            cell = self.bucket_sql("x", interior, p)
+            sql = (f"SELECT b, COUNT(*), MIN(x), MAX(x), {terms} FROM "
+                   f"(SELECT x, k, {cell} AS b FROM {body}) AS h GROUP BY b")
+        elif lm is not None:
+            edge = np.full(lm.labels, np.inf)
+            edge[lm.edge_labels] = interior
+            below = np.searchsorted(lm.edge_labels, np.arange(lm.labels), side="left")
+            table = self.lookup_table({"lab": np.arange(lm.labels, dtype=np.int64),
+                                       "below": below.astype(np.int64), "edge": edge})
+            sql = (f"SELECT t.below + CASE WHEN g.x >= t.edge THEN 1 ELSE 0 END AS b, "
+                   f"COUNT(*), MIN(g.x), MAX(g.x), {terms} "
+                   f"FROM (SELECT x, k, {lm.sql(d, 'x', p)} AS lab FROM {body}) AS g "
+                   f"JOIN {table} AS t ON g.lab = t.lab GROUP BY 1")
+        else:
+            layer = search_cells(d, body, interior, p, carry="k, ")
+            sql = f"SELECT b, COUNT(*), MIN(x), MAX(x), {terms} FROM {layer} GROUP BY b"
+        counts = np.zeros(m, dtype=np.int64)
+        mins, maxs = np.full(m, np.nan), np.full(m, np.nan)
+        total = 0
+        for row in self.execute(sql, p):
+            b, c = int(row[0]), int(row[1])
+            if c:
+                counts[b], mins[b], maxs[b] = c, float(row[2]), float(row[3])
+                total += read(row[4:])
+        return counts, mins, maxs, (None if s is None else total)
+
+    def range_values(
+        self, column: str | None, lo: float, hi: float, ranges: Sequence[tuple[float, float]],
+        missing: ref.Missing = "drop",
+    ) -> np.ndarray:
+        d = self.dialect
+        lo, hi = ref.check_bounds(lo, hi)
+        if not ranges:
+            return np.empty(0)
+        p: list = []
+        src = self._clamped(column, lo, hi, missing, p)
+        where = " OR ".join(f"(x >= {d.lit(a, p)} AND x <= {d.lit(b, p)})" for a, b in ranges)
+        rows = self.execute(f"SELECT x FROM {src} WHERE {where} ORDER BY x", p)
+        return np.array([r[0] for r in rows], dtype=np.float64)
+
     def _label_groups(self, column, lo, hi, missing, a: float, b: float) -> list | None:
         """(label, count, min, max) of the rows in [a, b], labels ⌊(x − a)·B/(b − a)⌋, sorted."""
         d = self.dialect
         c = d.labels / (b - a)
-        if not math.isfinite(c):
+        if not (math.isfinite(c) and math.isfinite(b - a)):  # b − a overflows: c = 0, (x − a)·c NaN
             return None
         p: list = []
         src = self._clamped(column, lo, hi, missing, p)

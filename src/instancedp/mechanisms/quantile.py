@@ -302,15 +302,21 @@ class PieceSet:
         self.n, self.q, self.epsilon, self.delta = n, q, epsilon, delta
         self._lower, self._upper = bounds
         self._read, self._chart = read, chart
-        a = epsilon / (2.0 * delta)
-        half = int(min(math.ceil(WINDOW_EXPONENT / a), MAX_HALF_WINDOW))
-        centre = min(max(round(q * n), 0), n)
-        self.start, self.stop = max(0, centre - half), min(n + 1, centre + half + 1)
+        self.start, self.stop = self.window_pieces(n, q, epsilon, delta)
         self.window = self._edges(self.start, self.stop + 1)
         self.full = self.start == 0 and self.stop == n + 1
         if self.full:
             i = np.arange(n + 1)
             self.log_weights = -epsilon * np.abs(i - q * n) / (2 * delta)
+
+    @staticmethod
+    def window_pieces(n: int, q: float, epsilon: float, delta: float) -> tuple[int, int]:
+        """The pieces [start, stop) read up front (boundaries start … stop: the values at
+        ranks start − 1 … stop − 1); public constants around the target rank."""
+        a = epsilon / (2.0 * delta)
+        half = int(min(math.ceil(WINDOW_EXPONENT / a), MAX_HALF_WINDOW))
+        centre = min(max(round(q * n), 0), n)
+        return max(0, centre - half), min(n + 1, centre + half + 1)
 
     def _edges(self, i: int, j: int) -> np.ndarray:
         """Chart coordinates of piece boundaries i … j − 1 (boundary i: the value at rank i − 1)."""
@@ -328,12 +334,25 @@ class PieceSet:
         return float(-self.epsilon * abs(float(i) - self.q * self.n) / (2 * self.delta))
 
     def draw(self, source: RandomSource) -> float:
+        return self.draw_piece(source)[1]
+
+    def draw_piece(self, source: RandomSource) -> tuple[int, float]:
+        """(i, u): the piece drawn and the point in it (chart coordinates)."""
         if self.full:
-            return sample_piece(self.log_weights, self.window, source)[1]
+            return sample_piece(self.log_weights, self.window, source)
+        i = np.arange(self.start, self.stop, dtype=np.float64)
+        # the same float operations as log_weight, at once for the window
+        window_ld = -self.epsilon * np.abs(i - self.q * self.n) / (2 * self.delta)
         return sample_piece_lazy(
             self.log_weight, self._edge, self.n + 1,
-            self.start, self.window, source,
-        )[1]
+            self.start, self.window, source, window_ld,
+        )
+
+    def edge(self, i: int) -> float:
+        """Boundary i in chart coordinates (from the window when it holds it)."""
+        if self.start <= i <= self.stop:
+            return float(self.window[i - self.start])
+        return self._edge(i)
 
 
 class ExponentialQuantile(Mechanism):

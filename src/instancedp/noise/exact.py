@@ -883,8 +883,12 @@ def sample_piece_lazy(
     window_start: int,
     window_edges: Any,
     rng: Any = None,
+    window_log_density: Any = None,
 ) -> tuple[int, float]:
     """:func:`sample_piece` over m pieces whose edges are read only where needed.
+
+    ``window_log_density`` (optional): the floats ``log_density(i)`` of the
+    window's pieces s … t − 1, computed at once by the caller (the same values).
 
     Piece i has log-density ``log_density(i)`` (a float) on [a_i, a_{i+1}];
     ``window_edges`` are the known edges a_s … a_t (s = ``window_start``),
@@ -919,6 +923,9 @@ def sample_piece_lazy(
         )
     edges: dict[int, float] = dict(enumerate(win, start=s))
     ld_cache: dict[int, float] = {}
+    if window_log_density is not None:
+        ld_cache.update(enumerate(np.asarray(window_log_density, dtype=np.float64).tolist(),
+                                  start=s))
 
     def ld(i: int) -> float:
         if i not in ld_cache:
@@ -956,6 +963,15 @@ def sample_piece_lazy(
         return _exp_ball(min(lds)) * length, _exp_ball(max(lds)) * length
 
     u = _LazyUniform(source)
+    if LAZY_FLOAT_PATH and t - s > 1:
+        runs = [None if i1 == i2 else (min(ld(i1), ld(i2 - 1)), max(ld(i1), ld(i2 - 1)),
+                                       edge(i2) - edge(i1))
+                for i1, i2 in ((0, s), (t, m))]
+        lds = (np.asarray(window_log_density, dtype=np.float64)
+               if window_log_density is not None else np.array([ld(i) for i in range(s, t)]))
+        p = _lazy_float_inversion(lds, np.diff(np.asarray(win)), runs[0], runs[1], u)
+        if p is not None:
+            return s + p, uniform(edges[s + p], edges[s + p + 1], source)
     old = ctx.prec
     prec = max(_START_PREC, u.k + 64)
     try:
@@ -1015,6 +1031,83 @@ def sample_piece_lazy(
                 prec = max(prec, u.k + 64)
     finally:
         ctx.prec = old
+
+
+#: certify the lazy inversion with floats first (the same piece, the same digits of U)
+LAZY_FLOAT_PATH = True
+
+
+def _lazy_float_inversion(
+    lds: np.ndarray, lens: np.ndarray, run_l: tuple | None, run_r: tuple | None,
+    u: _LazyUniform,
+) -> int | None:
+    """The window piece p that :func:`sample_piece_lazy`'s exact inversion picks for U,
+    certified with float enclosures, or None (undecided: the ball path decides).
+
+    Blocks as in the ball path: the left run (weight in [e^{ld_min}·len, e^{ld_max}·len]),
+    the window's single pieces (e^{ld_p}·len_p), the right run.  With the error
+    bound of :func:`_float_weights` (relative r on each weight, (k+1)·2^−52 on a
+    float prefix sum, 2^−50 per further operation), p is returned only when
+    C_{p−1} ≤ U_lo·W_lo and C_p > U_hi·W_hi for enclosures of the exact prefix
+    sums and total, U ∈ [U_lo, U_hi) its first 53 digits: every comparison the
+    ball path's bisection makes on the same U is then decided the same way, at
+    its first step, before it would split a run or draw another digit of U.
+    """
+    if u.k < 53 or not np.all(np.isfinite(lens)):
+        return None
+    with np.errstate(divide="ignore"):
+        log_len = np.log(lens)
+    c = np.where(lens > 0, lds + log_len, -np.inf)
+    ends = []
+    for run in (run_l, run_r):
+        if run is None:
+            ends.append(None)
+            continue
+        lo_ld, hi_ld, length = run
+        if not (math.isfinite(length) and math.isfinite(lo_ld) and math.isfinite(hi_ld)):
+            return None
+        ll = math.log(length) if length > 0 else -math.inf
+        ends.append((lo_ld + ll, hi_ld + ll, abs(hi_ld) + abs(lo_ld) + abs(ll)))
+    finite = c[np.isfinite(c)]
+    if finite.size == 0:
+        return None
+    m = max([float(finite.max())] + [e[1] for e in ends if e is not None and e[1] > -math.inf])
+    d = c - m
+    if np.any(np.isfinite(d) & (d < _FLUSH)):
+        return None
+    err = float(np.max(np.abs(lds[np.isfinite(c)]) + np.abs(log_len[np.isfinite(c)])))
+    err = max([err] + [e[2] for e in ends if e is not None and math.isfinite(e[2])])
+    e_max = 2.0**-50 * (err + abs(m) + 1.0)
+    if e_max > _LOG_ERR_LIMIT:
+        return None
+    r = 2.0 * e_max + 2.0**-48
+    w = np.where(np.isfinite(d), np.exp(np.where(np.isfinite(d), d, 0.0)), 0.0)
+    sums = np.cumsum(w)
+    rho = 2.0 * (np.arange(1, sums.size + 1, dtype=np.float64) * _U52 + r) + 2.0**-50
+    lo, hi = sums * (1.0 - rho), sums * (1.0 + rho)
+    run_w = []
+    for e in ends:
+        if e is None or e[1] == -math.inf:
+            run_w.append((0.0, 0.0))
+            continue
+        d_lo, d_hi = e[0] - m, e[1] - m
+        w_lo = 0.0 if d_lo < _FLUSH else math.exp(d_lo) * (1.0 - r - 2.0**-50)
+        w_hi = _FLUSH_ABS if d_hi < _FLUSH else math.exp(d_hi) * (1.0 + r + 2.0**-50)
+        run_w.append((max(w_lo, 0.0), w_hi))
+    (l_lo, l_hi), (r_lo, r_hi) = run_w
+    w_lo_total = (l_lo + float(lo[-1]) + r_lo) * (1.0 - 2.0**-49)
+    w_hi_total = (l_hi + float(hi[-1]) + r_hi) * (1.0 + 2.0**-49)
+    if not (w_lo_total > 0.0 and math.isfinite(w_hi_total)):
+        return None
+    top = u.m >> (u.k - 53)
+    t_lo = top * 2.0**-53 * w_lo_total * (1.0 - 2.0**-50)
+    t_hi = (top + 1) * 2.0**-53 * w_hi_total * (1.0 + 2.0**-50)
+    after_lo = (l_lo + lo) * (1.0 - 2.0**-50)  # C_p, lower enclosure
+    p = int(np.searchsorted(after_lo, t_hi, side="right"))  # first p with C_p > U·W surely
+    if p >= sums.size:
+        return None
+    before_hi = (l_hi + (float(hi[p - 1]) if p > 0 else 0.0)) * (1.0 + 2.0**-50)
+    return p if before_hi <= t_lo else None
 
 
 def _exp_ball(x: float) -> arb:
