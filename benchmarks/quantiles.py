@@ -871,14 +871,13 @@ def write(res: dict, name: str) -> None:
                   f"{r['seconds']:.1f} | {r['peak_rss_mb']:.0f} |" for r in runs]
         lines += [
             "",
-            "With bounds every column is released from DuckDB aggregates (one pass of "
-            "counts, minima, maxima and the exact sum per cell, then a few order windows), "
-            "so Python never holds a column: the peak is bounded by the interpreter and "
-            "libraries, DuckDB's `memory_limit` and at most 2¹⁸ fetched rows per read, "
-            "whatever the number of rows (what grows between the two sizes is DuckDB's "
-            "own buffer use, within its limit).  Without bounds the bound-free p5/p95 "
-            "step still reads its column into memory (8 bytes a row) until that scan is "
-            "released from aggregates too.",
+            "Every column is released from DuckDB aggregates (one pass of counts, "
+            "minima, maxima and the exact sum per cell, then a few order windows; "
+            "without bounds the bound-free p5/p95 first read histograms at their scan's "
+            "grid points), so Python never holds a column: the peak is bounded by the "
+            "interpreter and libraries, DuckDB's `memory_limit` and at most 2¹⁸ fetched "
+            "rows per read, whatever the number of rows (what grows between the two "
+            "sizes is DuckDB's own buffer use, within its limit).",
             "",
         ]
     goal = goal_rows(rows)

@@ -81,9 +81,10 @@ def test_one_charge_of_exactly_epsilon_on_a_file(files):
     assert float(s.spent.epsilon) == 2.5
 
 
-def test_the_file_is_not_read_into_memory_with_bounds(files, monkeypatch):
-    """With bounds every column is released from aggregates: the in-memory reader
-    is never called."""
+@pytest.mark.parametrize("bounded", [True, False], ids=["bounds", "bound-free"])
+def test_the_file_is_never_read_into_memory(files, monkeypatch, bounded):
+    """With or without bounds every column is released from aggregates (the bound-free
+    p5/p95 through the engine's histograms): the in-memory reader is never called."""
     import instancedp.io as io
 
     _, parquet, _ = files
@@ -92,9 +93,9 @@ def test_the_file_is_not_read_into_memory_with_bounds(files, monkeypatch):
         raise AssertionError("the column was read into memory")
 
     monkeypatch.setattr(io.AnalystQuery, "read", refuse)
+    bounds = {c: BOUNDS[c] for c in ("normal", "ints")} if bounded else None
     Session(parquet, PureDP(10.0)).describe(
-        1.0, columns=["normal", "ints"], bounds={c: BOUNDS[c] for c in ("normal", "ints")},
-        rng=simulation(2))
+        1.0, columns=["normal", "ints"], bounds=bounds, rng=simulation(2))
 
 
 # -- the rank reader --------------------------------------------------------------------

@@ -66,10 +66,10 @@ Where the rows are read (the kind of input, a public fact; never n):
   ranges (cells whose minimum equals their maximum need no read; cells
   holding more than :data:`FETCH_ROWS` rows are split in one more pass, or
   the window goes to the engine's ``order_window``).  Without bounds, the
-  bound-free p5/p95 step is released from the engine where
-  :func:`~instancedp.sources.release_from_source` offers the bound-free
-  quantile, and otherwise reads that one column into memory for that step
-  only;
+  bound-free p5/p95 step is released from the engine's histograms at the scan's
+  grid points and an order window for its second stage
+  (:func:`~instancedp.sources.release_from_source`): no column is read into
+  memory;
 * **an in-memory frame** — one column at a time as a sorted array; the same
   code (:func:`column_release`) reads it by slicing.
 
@@ -571,22 +571,14 @@ class ColumnData:
 
     def bound_free(self, mech: Any, rs: Any) -> Any:
         """The bound-free p5 and p95 (:class:`~instancedp.mechanisms.unbounded_quantiles.
-        UnboundedQuantiles`): from the engine where it releases them
-        (:func:`~instancedp.sources.release_from_source`), else from the column read
-        into memory for this step."""
+        UnboundedQuantiles`): each part released from the engine's aggregates
+        (:func:`~instancedp.sources.release_from_source`: the same draws as in memory)."""
         if self.source is not None:
             from .sources import release_from_source
 
-            try:
-                values = [float(release_from_source(p, self.source, self.column, rs).value)
-                          for p in mech._parts]
-                return mech._record(np.sort(np.array(values)), rs)
-            except ParameterError as exc:  # raised from the mechanism's type, before a draw
-                if exc.parameter != "mechanism":
-                    raise
-            from .io import AnalystQuery
-
-            return mech.release(AnalystQuery(self.data, column=self.column).read(), rng=rs)
+            values = [float(release_from_source(p, self.source, self.column, rs).value)
+                      for p in mech._parts]
+            return mech._record(np.sort(np.array(values)), rs)
         return mech.release(self.x, rng=rs)
 
     def clamped(self, lo: float, hi: float) -> tuple[int, int | None, Any, Any]:
