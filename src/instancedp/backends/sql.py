@@ -394,11 +394,7 @@ class SQLEngine:
         if self.lookup_table is not None:
             # Dense (label → cells below, edge) relation: one hash probe per row, and the
             # engine groups by cell (≤ m result rows).
-            edge = np.full(lm.labels, np.inf)
-            edge[lm.edge_labels] = interior
-            below = np.searchsorted(lm.edge_labels, np.arange(lm.labels), side="left")
-            table = self.lookup_table({"lab": np.arange(lm.labels, dtype=np.int64),
-                                       "below": below.astype(np.int64), "edge": edge})
+            table = self._label_table(lm, interior)
             sql = (f"SELECT t.below + CASE WHEN g.x >= t.edge THEN 1 ELSE 0 END AS b, COUNT(*) "
                    f"FROM (SELECT x, {label} AS lab FROM {src}) AS g "
                    f"JOIN {table} AS t ON g.lab = t.lab GROUP BY 1")
@@ -417,6 +413,15 @@ class SQLEngine:
             if int(above):
                 out[base + 1] += int(above)
         return out
+
+    def _label_table(self, lm: Any, interior: np.ndarray) -> str:
+        """The dense (label → cells below, edge) relation of a label map: one hash probe
+        per row finds its cell (the edge inside a label, if any, by one comparison)."""
+        edge = np.full(lm.labels, np.inf)
+        edge[lm.edge_labels] = interior
+        below = np.searchsorted(lm.edge_labels, np.arange(lm.labels), side="left")
+        return self.lookup_table({"lab": np.arange(lm.labels, dtype=np.int64),
+                                  "below": below.astype(np.int64), "edge": edge})
 
     def histogram_stats(
         self, column: str | None, edges: Sequence[float], missing: ref.Missing = "drop"
@@ -447,11 +452,7 @@ class SQLEngine:
             sql = (f"SELECT b, COUNT(*), MIN(x), MAX(x), {terms} FROM "
                    f"(SELECT x, k, {cell} AS b FROM {body}) AS h GROUP BY b")
         elif lm is not None:
-            edge = np.full(lm.labels, np.inf)
-            edge[lm.edge_labels] = interior
-            below = np.searchsorted(lm.edge_labels, np.arange(lm.labels), side="left")
-            table = self.lookup_table({"lab": np.arange(lm.labels, dtype=np.int64),
-                                       "below": below.astype(np.int64), "edge": edge})
+            table = self._label_table(lm, interior)
             sql = (f"SELECT t.below + CASE WHEN g.x >= t.edge THEN 1 ELSE 0 END AS b, "
                    f"COUNT(*), MIN(g.x), MAX(g.x), {terms} "
                    f"FROM (SELECT x, k, {lm.sql(d, 'x', p)} AS lab FROM {body}) AS g "
