@@ -574,11 +574,13 @@ class ColumnData:
         UnboundedQuantiles`): each part released from the engine's aggregates
         (:func:`~instancedp.sources.release_from_source`: the same draws as in memory)."""
         if self.source is not None:
-            from .sources import release_from_source
+            from .sources import unbounded_readers
 
-            values = [float(release_from_source(p, self.source, self.column, rs).value)
-                      for p in mech._parts]
-            return mech._record(np.sort(np.array(values)), rs)
+            # both parts scan the same public grid: the counts one scan read serve the other
+            counts, clamped = unbounded_readers(
+                self.source, self.column, mech._parts[0].first_thresholds())
+            values = [p.draw_from(counts, clamped, rs) for p in mech._parts]
+            return mech._record(np.sort(np.array(values, dtype=np.float64)), rs)
         return mech.release(self.x, rng=rs)
 
     def clamped(self, lo: float, hi: float) -> tuple[int, int | None, Any, Any]:

@@ -451,7 +451,7 @@ def release_from_source(
     from .mechanisms.quantile import ExponentialQuantile
     from .mechanisms.ratio import PrivateRatio
     from .mechanisms.sum_count import NoisySumOverCount
-    from .mechanisms.unbounded import HistogramRankCounts, UnboundedQuantile
+    from .mechanisms.unbounded import UnboundedQuantile
     from .queries.counts import Count, Sum
     from .queries.means import Mean
 
@@ -469,13 +469,8 @@ def release_from_source(
         )
         return mechanism._record(mechanism._draw(pieces, rs), rs)
     if isinstance(mechanism, UnboundedQuantile):
-        counts = HistogramRankCounts(
-            lambda edges: source.histogram(column, edges, missing=missing),
-            mechanism.first_thresholds())
-
-        def clamped(lo: float, hi: float) -> Any:
-            return lambda a, b: source.order_window(column, lo, hi, a, b, missing=missing)
-
+        counts, clamped = unbounded_readers(source, column, mechanism.first_thresholds(),
+                                            missing)
         return mechanism._record(mechanism.draw_from(counts, clamped, rs), rs)
     if isinstance(mechanism, CandidateQuantile):
         counts = source.histogram(column, mechanism.edges, missing=missing)
@@ -558,6 +553,24 @@ def sorted_column(source: Any, column: str | None, query: Any, missing: Any = "d
         lambda a, b: source.order_window(column, lo, hi, a, b, missing=missing),
         lambda a, b: source.range_sum(column, lo, hi, a, b, shift=True, missing=missing),
     )
+
+
+def unbounded_readers(source: Any, column: str | None, first: np.ndarray,
+                      missing: Any = "drop") -> tuple[Any, Any]:
+    """What a bound-free quantile reads from an engine: #{x ≤ t} at the scan's grid
+    points (:class:`~instancedp.mechanisms.unbounded.HistogramRankCounts`, one histogram
+    for the thresholds ``first``, one per later batch) and ``clamped(lo, hi)`` → the
+    order windows of the rows clamped to its second stage's bracket.  Several
+    quantiles on one grid share them (one aggregate answers every scan's first batch)."""
+    from .mechanisms.unbounded import HistogramRankCounts
+
+    counts = HistogramRankCounts(
+        lambda edges: source.histogram(column, edges, missing=missing), first)
+
+    def clamped(lo: float, hi: float) -> Any:
+        return lambda a, b: source.order_window(column, lo, hi, a, b, missing=missing)
+
+    return counts, clamped
 
 
 def check_no_missing(source: Any, column: str | None) -> None:
