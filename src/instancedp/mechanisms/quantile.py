@@ -46,6 +46,40 @@ segments between consecutive distinct rows, so a segment is drawn with
 probability exactly ∝ its weight (``random.sample_index_from_log_weights``)
 and a point inside it uniformly in the base measure (``noise.exact.uniform``
 in φ-coordinates; ``RandomSource.integers`` on a grid).
+
+Permute-and-flip on the finite (grid) laws.  On a finite candidate set the
+grid bases release by default with ``sampler="permute-and-flip"`` (McKenna &
+Sheldon, NeurIPS 2020): utility u_k = −ε·s_k/(2Δ) + log μ_k (μ_k = 1 for
+"grid", the cell's log measure for "log-grid"); take the candidates in a
+uniformly random order and stop at the first k accepted with probability
+exp(u_k − max u).  Its law is that of report-noisy-max with Exp(1) noise,
+argmax_k (u_k + E_k) (Ding, Kifer, Wang, Zhang & Zhou 2021, Thm. 1), which is
+also OpenDP 0.16's ``make_private_quantile``.  ``sampler="exponential"`` keeps
+the exponential mechanism's law ∝ exp(u_k); the record states which ran.
+
+Theorem (ε-DP).  If for neighbours x, x′ every |u_k(x) − u_k(x′)| ≤ ε/2, then
+RNM with Exp(1) noise is ε-DP (McKenna & Sheldon 2020, Thm. 1, stated for
+utility ε·q/(2Δ) with Δ the sensitivity of q; Ding et al. 2021, Thm. 1 for
+the equivalence).  Here u_k(x) − u_k(x′) = −ε·(s_k(x) − s_k(x′))/(2Δ): the
+public weight log μ_k is the same on both tables and cancels, and |s_k − s′_k|
+≤ Δ (above), so the bound is ε/2.  Proof: fix the noise E_j of every j ≠ k;
+k wins iff E_k ≥ τ := max_{j≠k}(u_j + E_j) − u_k.  Moving to x′ moves τ by at
+most ε/2 + ε/2 = ε, so P(E_k ≥ τ′) ≥ P(E_k ≥ τ + ε) ≥ e^−ε·P(E_k ≥ τ) (the
+Exp(1) tail; P = 1 for τ < 0); integrate over the other noises.  n appears only
+inside s, whose Δ covers its change.  Accuracy: never less expected utility
+than the exponential mechanism on the same utilities (McKenna & Sheldon 2020,
+Thm. 2).
+
+Exact sampling (``noise.exact.sample_permute_and_flip``): RNM-exponential is
+argmin_k U_k·e^{−u_k} with U_k iid uniform.  Candidates of one score segment
+("grid"), or of one segment cut where s + |c| doubles ("log-grid", so that μ
+varies by about a factor 2 inside a block), form a block; the block's arrival
+times are drawn in order, its points uniformly without replacement, and the
+"log-grid" weight enters as an exact thinning ratio μ_k/max μ over the block.
+Every comparison is decided exactly (floats with certified error bounds, else
+ball arithmetic on lazily refined uniforms), so the law is the real-number
+one; a draw costs one vectorised pass over the blocks (at most 2·distinct
+rows + 1, plus the doubling cuts) whatever the number of grid points.
 """
 
 from __future__ import annotations
@@ -466,8 +500,10 @@ class ExponentialQuantile(Mechanism):
     ``ExponentialQuantile(query, epsilon, *, base="uniform", resolution=None,
     log_scale=None)`` with ``query`` a :class:`~instancedp.queries.order.Quantile`
     or ``Median`` (its bounds and q; its ``neighbours`` relation, substitution
-    when it declares none).  ``base``: ``"uniform"``, ``"log"`` or ``"grid"``
-    (needs the public ``resolution``; the grid is lower + k·resolution ≤ upper).
+    when it declares none).  ``base``: ``"uniform"``, ``"log"``, ``"grid"`` or
+    ``"log-grid"`` (the last two need the public ``resolution``; the grid is
+    lower + k·resolution ≤ upper).  ``sampler`` (grid bases only):
+    ``"permute-and-flip"`` (default) or ``"exponential"`` (module docstring).
     The earlier call ``ExponentialQuantile(q, lower, upper, epsilon)`` still
     works (uniform base, substitution).  Guarantee: ``PureDP(epsilon)``.
     """
@@ -906,7 +942,7 @@ def default_quantile_mechanism(
     """The proposed default quantile release, chosen from public information only.
 
     ``bounds=None``: :class:`~instancedp.mechanisms.unbounded.UnboundedQuantile`.
-    Otherwise the exponential mechanism with the grid base on a declared
+    Otherwise the grid base (permute-and-flip on its finite candidates) on a declared
     ``resolution`` (an integer type, a decimal scale, a user-given value —
     never a type inferred from the rows), else the log base.  The rule reads
     neither n nor the data (``docs/results/accuracy.md`` has the cells it was
