@@ -330,13 +330,15 @@ def permute_and_flip_segments(
     s = quantile_scores(below[keep], above[keep], q)
     a = epsilon / (2.0 * delta)
     log_rate, sizes = -a * s, np.asarray(lengths)[keep]
+    # the float score's error is relative to its terms, not to s (which may cancel)
+    terms = a * ((1.0 - q) * below[keep] + q * above[keep])
 
     def ball(b: int) -> Any:
         i = int(keep[b])
         return -_rate_ball(epsilon, delta) * _score_ball(int(below[i]), int(above[i]), q)
 
     def draw(source: RandomSource) -> tuple[int, int]:
-        b, j = sample_permute_and_flip(log_rate, ball, sizes, -log_rate, None, source)
+        b, j = sample_permute_and_flip(log_rate, ball, sizes, terms, None, source)
         return int(keep[b]), j
 
     return draw
@@ -709,7 +711,9 @@ class ExponentialQuantile(Mechanism):
         a = self.epsilon / (2.0 * delta)
         score = quantile_scores(below[segment], above[segment], self.q)
         log_rate = -a * score + log_mu
-        scale = a * score + np.abs(log_mu) + span / s
+        # float error: relative to the score's terms (s may cancel) and, in μ, to span/s
+        terms = a * ((1.0 - self.q) * below[segment] + self.q * above[segment])
+        scale = terms + np.abs(log_mu) + span / s
         top_cache: dict[tuple[int, int], Any] = {}
 
         def top(b: int) -> Any:
