@@ -1095,6 +1095,8 @@ def sample_permute_and_flip(
     digits, more working bits) as in :func:`sample_index`.  Work: one vectorised
     float pass over the blocks plus a few ball evaluations per draw while ρ is
     close to 1 inside large blocks (the callers' blocks keep ρ ≥ ~½ there).
+    The work depends on the draw and on the blocks (so on the data): a timing
+    channel, as for the other exact samplers of this module.
     """
     source = resolve(rng)
     lr = np.asarray(log_rate, dtype=np.float64)
