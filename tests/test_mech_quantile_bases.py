@@ -133,7 +133,8 @@ def test_log_grid_masses_against_definition():
     # P(k) ∝ exp(−ε·s(c_k)/(2Δ)) · (φ(c_k + r/2) − φ(c_k − r/2)), φ(t) = sign(t)·log1p(|t|/s)
     x = [3.0, 3.0, 5.0, 12.0]
     mech = ExponentialQuantile(
-        quantile(0.5, 0, 20, "add_remove"), 1.0, base="log-grid", resolution=1, log_scale=2.0
+        quantile(0.5, 0, 20, "add_remove"), 1.0, base="log-grid", resolution=1, log_scale=2.0,
+        sampler="exponential",
     )
     law = mech.output_probabilities(x)
 

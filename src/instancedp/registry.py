@@ -348,8 +348,8 @@ def _load_builtins() -> None:
         Entry(
             CandidateQuantile.name,
             CandidateQuantile,
-            "quantile on a public candidate grid from counts per cell, for data in a database "
-            "(pure ε-DP; McSherry & Talwar 2007)",
+            "quantile on a public candidate grid from counts per cell, for data in a database: "
+            "permute-and-flip (pure ε-DP; McKenna & Sheldon 2020)",
             ("median", "quantile"),
         ),
         Entry(

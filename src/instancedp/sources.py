@@ -131,7 +131,7 @@ def input_kind(data: Any, *, table: str | None = None, spark: Any = None) -> str
 
 
 class CandidateQuantile(Mechanism):
-    """ε-DP q-quantile: the exponential mechanism over a public candidate grid.
+    """ε-DP q-quantile: permute-and-flip over a public candidate grid.
 
     Candidates c_0 < … < c_{K−1} come from public parameters only:
 
@@ -146,10 +146,12 @@ class CandidateQuantile(Mechanism):
     Each row is clamped to the bounds and assigned to its nearest candidate
     (cell edges are the midpoints; a row on a midpoint goes up).  With b_k and
     a_k the rows assigned below and above c_k, the score is
-    s_k = |(1 − q)·b_k − q·a_k| and c_k is released with probability
-    ∝ exp(−ε·s_k/(2Δ)), Δ = ``score_sensitivity(q, neighbours)``.
+    s_k = |(1 − q)·b_k − q·a_k| and c_k is released by permute-and-flip on the
+    utilities −ε·s_k/(2Δ), Δ = ``score_sensitivity(q, neighbours)`` (McKenna &
+    Sheldon 2020; never less accurate than the exponential mechanism's
+    probability ∝ exp(−ε·s_k/(2Δ)) on the same candidates).
 
-    Guarantee (McSherry & Talwar 2007, Thm. 6): ε-DP under add/remove and
+    Guarantee (McKenna & Sheldon 2020, Thm. 1): ε-DP under add/remove and
     under substitution.  Proof sketch: the assignment is a row-by-row map
     fixed by public parameters, so neighbouring tables give assignments that
     differ in one row (add/remove: one count moves by 1; substitution: one
@@ -157,7 +159,7 @@ class CandidateQuantile(Mechanism):
     1 (add/remove: one of them; substitution: possibly both, in opposite
     directions), so |s_k − s'_k| ≤ Δ with Δ = max(q, 1 − q) (add/remove) or
     1 (substitution) — :func:`~instancedp.mechanisms.quantile.score_sensitivity`
-    — and the exponential mechanism with weight exp(−ε·s/(2Δ)) is ε-DP.
+    — and permute-and-flip with acceptance exp(−ε·(s − min s)/(2Δ)) is ε-DP.
 
     Its input is the histogram of the candidates' cells, one aggregate any
     engine computes; :meth:`release` on an array computes the same histogram
@@ -240,6 +242,7 @@ class CandidateQuantile(Mechanism):
             "upper": self.upper,
             "score_sensitivity": score_sensitivity(self.q, self.neighbours),
             "candidates": {**grid, "count": int(self.candidates.size)},
+            "sampler": "permute-and-flip",
         }
 
     def _state(self, data: Any) -> np.ndarray:
@@ -256,21 +259,14 @@ class CandidateQuantile(Mechanism):
         return np.array([self._draw(state, source, None) for _ in range(int(size))])
 
     def output_distribution(self, data: Any) -> OutputDistribution:
-        """Exact law: c_k with probability exp(−ε·s_k/(2Δ)) / Σ_j exp(−ε·s_j/(2Δ)).
-
-        Computed from the same counts as :meth:`release` (McSherry & Talwar
-        2007); the weights are normalised in log space."""
-        from .mechanisms.quantile import quantile_scores
+        """Exact law of the permute-and-flip draw on the utilities −ε·s_k/(2Δ)
+        (:func:`~instancedp.mechanisms.quantile.grid_quantile_probabilities`),
+        from the same counts as :meth:`release`."""
+        from .mechanisms.quantile import grid_quantile_probabilities
 
         counts = self._state(data).astype(np.int64)
-        n = int(counts.sum())
-        below = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        above = n - below - counts
-        logw = -self.epsilon * quantile_scores(below, above, self.q) / (
-            2.0 * score_sensitivity(self.q, self.neighbours)
-        )
-        p = np.exp(logw - logw.max())
-        return atoms_law(self.candidates.tolist(), p / p.sum())
+        p = grid_quantile_probabilities(counts, self.q, self.epsilon, self.neighbours)
+        return atoms_law(self.candidates.tolist(), p)
 
 
 # -- from a request to an out-of-core mechanism ----------------------------------------

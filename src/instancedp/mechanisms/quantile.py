@@ -46,6 +46,40 @@ segments between consecutive distinct rows, so a segment is drawn with
 probability exactly ∝ its weight (``random.sample_index_from_log_weights``)
 and a point inside it uniformly in the base measure (``noise.exact.uniform``
 in φ-coordinates; ``RandomSource.integers`` on a grid).
+
+Permute-and-flip on the finite (grid) laws.  On a finite candidate set the
+grid bases release by default with ``sampler="permute-and-flip"`` (McKenna &
+Sheldon, NeurIPS 2020): utility u_k = −ε·s_k/(2Δ) + log μ_k (μ_k = 1 for
+"grid", the cell's log measure for "log-grid"); take the candidates in a
+uniformly random order and stop at the first k accepted with probability
+exp(u_k − max u).  Its law is that of report-noisy-max with Exp(1) noise,
+argmax_k (u_k + E_k) (Ding, Kifer, Wang, Zhang & Zhou 2021, Thm. 1), which is
+also OpenDP 0.16's ``make_private_quantile``.  ``sampler="exponential"`` keeps
+the exponential mechanism's law ∝ exp(u_k); the record states which ran.
+
+Theorem (ε-DP).  If for neighbours x, x′ every |u_k(x) − u_k(x′)| ≤ ε/2, then
+RNM with Exp(1) noise is ε-DP (McKenna & Sheldon 2020, Thm. 1, stated for
+utility ε·q/(2Δ) with Δ the sensitivity of q; Ding et al. 2021, Thm. 1 for
+the equivalence).  Here u_k(x) − u_k(x′) = −ε·(s_k(x) − s_k(x′))/(2Δ): the
+public weight log μ_k is the same on both tables and cancels, and |s_k − s′_k|
+≤ Δ (above), so the bound is ε/2.  Proof: fix the noise E_j of every j ≠ k;
+k wins iff E_k ≥ τ := max_{j≠k}(u_j + E_j) − u_k.  Moving to x′ moves τ by at
+most ε/2 + ε/2 = ε, so P(E_k ≥ τ′) ≥ P(E_k ≥ τ + ε) ≥ e^−ε·P(E_k ≥ τ) (the
+Exp(1) tail; P = 1 for τ < 0); integrate over the other noises.  n appears only
+inside s, whose Δ covers its change.  Accuracy: never less expected utility
+than the exponential mechanism on the same utilities (McKenna & Sheldon 2020,
+Thm. 2).
+
+Exact sampling (``noise.exact.sample_permute_and_flip``): RNM-exponential is
+argmin_k U_k·e^{−u_k} with U_k iid uniform.  Candidates of one score segment
+("grid"), or of one segment cut where s + |c| doubles ("log-grid", so that μ
+varies by about a factor 2 inside a block), form a block; the block's arrival
+times are drawn in order, its points uniformly without replacement, and the
+"log-grid" weight enters as an exact thinning ratio μ_k/max μ over the block.
+Every comparison is decided exactly (floats with certified error bounds, else
+ball arithmetic on lazily refined uniforms), so the law is the real-number
+one; a draw costs one vectorised pass over the blocks (at most 2·distinct
+rows + 1, plus the doubling cuts) whatever the number of grid points.
 """
 
 from __future__ import annotations
@@ -58,12 +92,14 @@ import numpy as np
 
 from .. import _validate
 from ..errors import ParameterError
-from ..noise.exact import sample_piece, sample_piece_lazy
+from ..noise.exact import sample_permute_and_flip, sample_piece, sample_piece_lazy
 from ..privacy import PureDP
 from ..random import RandomSource, resolve, sample_index_from_log_weights
 from .base import Mechanism, OutputDistribution, Release
 
 BASES = ("uniform", "log", "grid", "log-grid")
+#: how a finite (grid) law is drawn; the continuous bases are the exponential mechanism
+SAMPLERS = ("permute-and-flip", "exponential")
 _LOG_SCALE_FRACTION = 1e-4
 
 
@@ -234,23 +270,97 @@ def _grid_log_weights(lengths, below, above, q, epsilon, neighbours) -> np.ndarr
         )
 
 
-def grid_quantile_from_counts(
-    candidates: Any,
-    counts: Any,
-    q: float,
-    epsilon: float,
-    neighbours: str = "add_remove",
-    rng: Any = None,
-) -> float:
-    """ε-DP q-quantile on a public candidate grid from the counts of rows per candidate.
+def permute_and_flip_probabilities(log_rates: Any) -> np.ndarray:
+    """Exact law of permute-and-flip over candidates with utilities u_i = ``log_rates``.
 
-    ``candidates``: the public grid, increasing; ``counts[k]``: the number of
-    rows whose value rounds to ``candidates[k]`` (rows outside the grid count
-    at its nearest end).  Only these counts are read, so a database engine
-    can compute them (GROUP BY the rounded value) without exporting the
-    column.  Returns candidates[k] with probability ∝ exp(−ε·s_k/(2Δ)),
-    s_k = |(1 − q)·#below − q·#above| (module docstring).
+    P(i) = p_i·∫₀¹ ∏_{j≠i} (1 − p_j·t) dt with p = exp(u − max u): candidate i
+    is accepted at "time" t (its place in the random order) with probability p_i
+    and every other candidate either comes later or is rejected (McKenna &
+    Sheldon 2020, §3; the same law as report-noisy-max with Exp(1) noise, Ding,
+    Kifer et al. 2021, Thm. 1).  The integrand is a polynomial of degree K − 1,
+    so Gauss–Legendre with ⌈K/2⌉ + 1 nodes is exact up to rounding (float; for
+    tests and audits on small candidate sets).
     """
+    u = np.asarray(log_rates, dtype=np.float64)
+    p = np.exp(u - u.max())
+    x, w = np.polynomial.legendre.leggauss(u.size // 2 + 2)
+    t, w = (x + 1.0) / 2.0, w / 2.0
+    f = 1.0 - np.outer(p, t)  # f[j, node]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logf = np.log(np.abs(f))
+    zeros = f == 0.0
+    total, nz = logf.sum(axis=0, where=~zeros), zeros.sum(axis=0)
+    out = np.empty_like(p)
+    for i in range(p.size):
+        # ∏_{j≠i}: the total without row i (rows equal to 0 counted apart)
+        others_zero = nz - zeros[i]
+        prod = np.where(others_zero > 0, 0.0,
+                        np.exp(total - np.where(zeros[i], 0.0, logf[i])))
+        out[i] = p[i] * float(np.sum(w * prod))
+    return out / out.sum()
+
+
+def _score_ball(below: int, above: int, q: float) -> Any:
+    """s = |(1 − q)·below − q·above| as a ball (q a float: exact at the working precision)."""
+    from flint import arb
+
+    return abs((arb(1) - arb(q)) * below - arb(q) * above)
+
+
+def _rate_ball(epsilon: float, delta: float) -> Any:
+    from flint import arb
+
+    return arb(epsilon) / (2 * arb(delta))
+
+
+def permute_and_flip_segments(
+    lengths: np.ndarray, below: np.ndarray, above: np.ndarray, q: float, epsilon: float,
+    neighbours: str,
+) -> Callable[[RandomSource], tuple[int, int]]:
+    """A sampler of (segment, offset) by exact permute-and-flip over segments of equal score.
+
+    Segment b holds ``lengths[b]`` candidates that all have the score
+    s_b = |(1 − q)·below_b − q·above_b|, utility −ε·s_b/(2Δ) (empty segments are
+    dropped).  :func:`~instancedp.noise.exact.sample_permute_and_flip` with every
+    ratio 1: the exact real-number law of :func:`permute_and_flip_probabilities`.
+    Built once per table; each call of the returned function is one draw.
+    """
+    keep = np.flatnonzero(np.asarray(lengths) > 0)
+    delta = score_sensitivity(q, neighbours)
+    s = quantile_scores(below[keep], above[keep], q)
+    a = epsilon / (2.0 * delta)
+    log_rate, sizes = -a * s, np.asarray(lengths)[keep]
+    # the float score's error is relative to its terms, not to s (which may cancel)
+    terms = a * ((1.0 - q) * below[keep] + q * above[keep])
+
+    def ball(b: int) -> Any:
+        i = int(keep[b])
+        return -_rate_ball(epsilon, delta) * _score_ball(int(below[i]), int(above[i]), q)
+
+    def draw(source: RandomSource) -> tuple[int, int]:
+        b, j = sample_permute_and_flip(log_rate, ball, sizes, terms, None, source)
+        return int(keep[b]), j
+
+    return draw
+
+
+def _count_segments(counts: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of candidates with equal score from the counts per candidate: each
+    occupied candidate alone, each run of empty ones together (start, length,
+    below, above), as :func:`grid_segments`."""
+    cnt = np.asarray(counts, dtype=np.int64)
+    n = int(cnt.sum())
+    below = np.concatenate(([0], np.cumsum(cnt)[:-1]))
+    above = n - below - cnt
+    # a new run starts at 0, at every occupied candidate, and right after one
+    new = np.ones(cnt.size, dtype=bool)
+    new[1:] = (cnt[1:] > 0) | (cnt[:-1] > 0)
+    starts = np.flatnonzero(new)
+    lengths = np.diff(np.concatenate((starts, [cnt.size])))
+    return starts, lengths, below[starts], above[starts]
+
+
+def _check_counts(candidates: Any, counts: Any) -> tuple[np.ndarray, np.ndarray]:
     cand = np.asarray(candidates, dtype=np.float64)
     cnt = np.asarray(counts)
     if cand.ndim != 1 or cand.size == 0 or np.any(np.diff(cand) <= 0):
@@ -261,14 +371,64 @@ def grid_quantile_from_counts(
         raise ParameterError(
             "counts must be non-negative and one per candidate", parameter="counts"
         )
+    return cand, cnt.astype(np.int64)
+
+
+def grid_quantile_from_counts(
+    candidates: Any,
+    counts: Any,
+    q: float,
+    epsilon: float,
+    neighbours: str = "add_remove",
+    rng: Any = None,
+    sampler: str = "permute-and-flip",
+) -> float:
+    """ε-DP q-quantile on a public candidate grid from the counts of rows per candidate.
+
+    ``candidates``: the public grid, increasing; ``counts[k]``: the number of
+    rows whose value rounds to ``candidates[k]`` (rows outside the grid count
+    at its nearest end).  Only these counts are read, so a database engine
+    can compute them (GROUP BY the rounded value) without exporting the
+    column.  Utility u_k = −ε·s_k/(2Δ), s_k = |(1 − q)·#below − q·#above|
+    (module docstring); ``sampler="permute-and-flip"`` (default) releases by
+    permute-and-flip on u (McKenna & Sheldon 2020), ``"exponential"`` with
+    probability ∝ exp(u_k) (McSherry & Talwar 2007).  Both are ε-DP; the first
+    is never less accurate (McKenna & Sheldon 2020, Thm. 2).  Law:
+    :func:`grid_quantile_probabilities`.
+    """
+    cand, cnt = _check_counts(candidates, counts)
     qf = _check_q(q)
     eps = _validate.epsilon(epsilon)
-    cnt = cnt.astype(np.int64)
+    sampler = _validate.one_of(sampler, SAMPLERS, "sampler")
+    source = resolve(rng)
+    if sampler == "permute-and-flip":
+        starts, lengths, below, above = _count_segments(cnt)
+        b, j = permute_and_flip_segments(lengths, below, above, qf, eps, neighbours)(source)
+        return float(cand[int(starts[b]) + j])
     n = int(cnt.sum())
     below = np.concatenate(([0], np.cumsum(cnt)[:-1]))
     above = n - below - cnt
     logw = _grid_log_weights(np.ones_like(cnt), below, above, qf, eps, neighbours)
-    return float(cand[sample_index_from_log_weights(logw, resolve(rng))])
+    return float(cand[sample_index_from_log_weights(logw, source)])
+
+
+def grid_quantile_probabilities(
+    counts: Any, q: float, epsilon: float, neighbours: str = "add_remove",
+    sampler: str = "permute-and-flip",
+) -> np.ndarray:
+    """The exact law of :func:`grid_quantile_from_counts`: one probability per candidate."""
+    cnt = np.asarray(counts, dtype=np.int64)
+    qf = _check_q(q)
+    eps = _validate.epsilon(epsilon)
+    sampler = _validate.one_of(sampler, SAMPLERS, "sampler")
+    n = int(cnt.sum())
+    below = np.concatenate(([0], np.cumsum(cnt)[:-1]))
+    above = n - below - cnt
+    u = -eps * quantile_scores(below, above, qf) / (2.0 * score_sensitivity(qf, neighbours))
+    if sampler == "permute-and-flip":
+        return permute_and_flip_probabilities(u)
+    p = np.exp(u - u.max())
+    return p / p.sum()
 
 
 # --------------------------------------------------------------------------- the mechanism
@@ -361,8 +521,10 @@ class ExponentialQuantile(Mechanism):
     ``ExponentialQuantile(query, epsilon, *, base="uniform", resolution=None,
     log_scale=None)`` with ``query`` a :class:`~instancedp.queries.order.Quantile`
     or ``Median`` (its bounds and q; its ``neighbours`` relation, substitution
-    when it declares none).  ``base``: ``"uniform"``, ``"log"`` or ``"grid"``
-    (needs the public ``resolution``; the grid is lower + k·resolution ≤ upper).
+    when it declares none).  ``base``: ``"uniform"``, ``"log"``, ``"grid"`` or
+    ``"log-grid"`` (the last two need the public ``resolution``; the grid is
+    lower + k·resolution ≤ upper).  ``sampler`` (grid bases only):
+    ``"permute-and-flip"`` (default) or ``"exponential"`` (module docstring).
     The earlier call ``ExponentialQuantile(q, lower, upper, epsilon)`` still
     works (uniform base, substitution).  Guarantee: ``PureDP(epsilon)``.
     """
@@ -377,6 +539,7 @@ class ExponentialQuantile(Mechanism):
         base: str = "uniform",
         resolution: float | None = None,
         log_scale: float | None = None,
+        sampler: str | None = None,
     ) -> None:
         if hasattr(query, "q") and hasattr(query, "lower"):
             if len(args) + (epsilon is not None) != 1:
@@ -420,6 +583,17 @@ class ExponentialQuantile(Mechanism):
                 if log_scale is not None
                 else (self.upper - self.lower) * _LOG_SCALE_FRACTION
             )
+        finite = base in ("grid", "log-grid")
+        if sampler is None:
+            sampler = "permute-and-flip" if finite else "exponential"
+        self.sampler = _validate.one_of(sampler, SAMPLERS, "sampler")
+        if self.sampler == "permute-and-flip" and not finite:
+            raise ParameterError(
+                "sampler='permute-and-flip' needs a finite candidate set: base 'grid' or "
+                f"'log-grid', got base={base!r}",
+                parameter="sampler",
+                allowed="exponential (for base 'uniform' or 'log')",
+            )
 
     @property
     def guarantee(self) -> PureDP:
@@ -436,6 +610,7 @@ class ExponentialQuantile(Mechanism):
         }
         if self.resolution is not None:
             p["resolution"] = self.resolution
+            p["sampler"] = self.sampler
         if self.log_scale is not None:
             p["log_scale"] = self.log_scale
         return p
@@ -484,6 +659,105 @@ class ExponentialQuantile(Mechanism):
         log_score = -self.epsilon * quantile_scores(below, above, self.q) / (2.0 * delta)
         return starts, edges, log_score
 
+    # -- permute-and-flip on the log grid -----------------------------------------------
+    #
+    # The cell of grid point k is [c_k − r/2, c_k + r/2], c_k = lower + k·r (exact reals),
+    # with log measure μ_k = φ(c_k + r/2) − φ(c_k − r/2): symmetric about 0 and
+    # decreasing in |c_k| (φ' = 1/(s + |t|)), so on a run of points its maximum is at
+    # the point nearest 0.  The runs (blocks) are the segments of equal score cut
+    # where s + |c| doubles: inside a block of more than one point μ varies by about
+    # a factor 2 at most, which keeps the sampler's thinning ratios μ_k/max μ ≥ ~½.
+
+    def _log_cell_measure(self, k: np.ndarray) -> np.ndarray:
+        """log μ_k in floats (relative error a few ulps of the terms)."""
+        s, r = self.log_scale, self.resolution
+        c = self.lower + np.asarray(k, dtype=np.float64) * r
+        a, b = c - r / 2.0, c + r / 2.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mu = np.where(
+                a >= 0, np.log1p(r / (s + np.abs(a))),
+                np.where(b <= 0, np.log1p(r / (s + np.abs(b))),
+                         np.log1p(np.abs(b) / s) + np.log1p(np.abs(a) / s)),
+            )
+        return np.log(mu)
+
+    def _cell_measure_ball(self, k: int) -> Any:
+        """μ_k as a ball at the working precision."""
+        from flint import arb
+
+        s, r = arb(self.log_scale), arb(self.resolution)
+        c = arb(self.lower) + arb(int(k)) * r
+        a, b = c - r / 2, c + r / 2
+        if a >= 0:
+            return (r / (s + a)).log1p()
+        if b <= 0:
+            return (r / (s - b)).log1p()
+        if a <= 0 and b >= 0:
+            return (b / s).log1p() + (-a / s).log1p()
+
+        def phi(t: Any) -> Any:  # a ball straddling 0: the odd φ's enclosure
+            if t >= 0:
+                return (t / s).log1p()
+            if t <= 0:
+                return -((-t / s).log1p())
+            m = (t.abs_upper() / s).log1p()
+            return m.union(-m)
+
+        return phi(b) - phi(a)
+
+    def _log_grid_blocks(self, starts, lengths, below, above) -> tuple:
+        """The log-grid's blocks for :func:`~instancedp.noise.exact.sample_permute_and_flip`:
+        (starts, sizes, log rate, its ball, its error scale, the thinning ratio)."""
+        K, s, r, lo = self._grid_count, self.log_scale, self.resolution, self.lower
+        # public cuts where s + |c| doubles, and around the point nearest 0
+        span = max(abs(lo), abs(self.upper)) + r
+        t = s * (2.0 ** np.arange(1, max(2, math.ceil(math.log2(span / s + 1.0)) + 2)) - 1.0)
+        z = -lo / r
+        with np.errstate(invalid="ignore", over="ignore"):
+            cuts = np.concatenate((np.ceil((t - lo) / r), np.floor((-t - lo) / r) + 1.0,
+                                   [math.floor(z), math.floor(z) + 1.0, math.ceil(z) + 1.0]))
+        cuts = cuts[np.isfinite(cuts) & (cuts > 0) & (cuts < K)].astype(np.int64)
+        seg = np.flatnonzero(lengths > 0)
+        bstart = np.union1d(starts[seg], cuts)
+        bsize = np.diff(np.concatenate((bstart, [K])))
+        segment = np.searchsorted(starts, bstart, side="right") - 1
+        # the point nearest 0 in each block: the ends or the clipped zero points
+        last = bstart + bsize - 1
+        zs = [np.clip(np.floor(z), bstart, last), np.clip(np.ceil(z), bstart, last)]
+        probes = np.stack([bstart.astype(np.float64), last.astype(np.float64), *zs])
+        log_mu = self._log_cell_measure(probes).max(axis=0)
+        delta = score_sensitivity(self.q, self.neighbours)
+        a = self.epsilon / (2.0 * delta)
+        score = quantile_scores(below[segment], above[segment], self.q)
+        log_rate = -a * score + log_mu
+        # float error: relative to the score's terms (s may cancel) and, in μ, to span/s
+        terms = a * ((1.0 - self.q) * below[segment] + self.q * above[segment])
+        scale = terms + np.abs(log_mu) + span / s
+        top_cache: dict[tuple[int, int], Any] = {}
+
+        def top(b: int) -> Any:
+            from flint import ctx
+
+            key = (b, ctx.prec)
+            if key not in top_cache:
+                ks = {int(bstart[b]), int(last[b])} | {int(x[b]) for x in zs}
+                balls = [self._cell_measure_ball(k) for k in sorted(ks)]
+                m = balls[0]
+                for x in balls[1:]:
+                    m = m.max(x)
+                top_cache[key] = m
+            return top_cache[key]
+
+        def ball(b: int) -> Any:
+            i = int(segment[b])
+            return (-_rate_ball(self.epsilon, delta) * _score_ball(int(below[i]), int(above[i]),
+                                                                  self.q) + top(b).log())
+
+        def ratio(b: int, j: int) -> Any:
+            return self._cell_measure_ball(int(bstart[b]) + j) / top(b)
+
+        return bstart, bsize, log_rate, ball, scale, ratio
+
     def _grid_value(self, k: int) -> float:
         return float(min(self.lower + k * self.resolution, self.upper))
 
@@ -492,6 +766,15 @@ class ExponentialQuantile(Mechanism):
         return self._record(self._draw(self._weights(data), source), source)
 
     def _weights(self, data: Any) -> Any:
+        if self.sampler == "permute-and-flip":
+            starts, lengths, below, above = grid_segments(
+                self._grid_count, self._grid_index(self._rows(data))
+            )
+            if self.base == "grid":
+                return starts, permute_and_flip_segments(
+                    lengths, below, above, self.q, self.epsilon, self.neighbours
+                )
+            return self._log_grid_blocks(starts, lengths, below, above)
         if self.base == "grid":
             return self._grid(data)
         if self.base == "log-grid":
@@ -516,6 +799,14 @@ class ExponentialQuantile(Mechanism):
                         read, chart, (self.lower, self.upper))
 
     def _draw(self, weights: Any, source: RandomSource) -> float:
+        if self.sampler == "permute-and-flip":
+            if self.base == "grid":
+                starts, draw = weights
+                b, j = draw(source)
+                return self._grid_value(int(starts[b]) + j)
+            starts, lengths, log_rate, ball, scale, ratio = weights
+            b, j = sample_permute_and_flip(log_rate, ball, lengths, scale, ratio, source)
+            return self._grid_value(int(starts[b]) + j)
         if self.base == "grid":
             starts, lengths, logw = weights
             i = sample_index_from_log_weights(logw, source)
@@ -552,6 +843,18 @@ class ExponentialQuantile(Mechanism):
             raise ParameterError(
                 "output_probabilities is for base='grid' or 'log-grid'", parameter="base"
             )
+        if self.sampler == "permute-and-flip":
+            starts, lengths, below, above = grid_segments(
+                self._grid_count, self._grid_index(self._rows(data))
+            )
+            k = np.arange(self._grid_count)
+            seg = np.searchsorted(starts[lengths > 0], k, side="right") - 1
+            s = quantile_scores(below, above, self.q)[lengths > 0][seg]
+            u = -self.epsilon * s / (2.0 * score_sensitivity(self.q, self.neighbours))
+            if self.base == "log-grid":
+                u = u + self._log_cell_measure(k)
+            p = permute_and_flip_probabilities(u)
+            return {self._grid_value(int(i)): float(pi) for i, pi in zip(k, p, strict=True)}
         if self.base == "log-grid":
             return self._log_grid_probabilities(data)
         starts, lengths, logw = self._grid(data)
@@ -662,7 +965,7 @@ def default_quantile_mechanism(
     """The proposed default quantile release, chosen from public information only.
 
     ``bounds=None``: :class:`~instancedp.mechanisms.unbounded.UnboundedQuantile`.
-    Otherwise the exponential mechanism with the grid base on a declared
+    Otherwise the grid base (permute-and-flip on its finite candidates) on a declared
     ``resolution`` (an integer type, a decimal scale, a user-given value —
     never a type inferred from the rows), else the log base.  The rule reads
     neither n nor the data (``docs/results/accuracy.md`` has the cells it was

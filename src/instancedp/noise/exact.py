@@ -1115,3 +1115,208 @@ def _exp_ball(x: float) -> arb:
     if x == -math.inf:
         return arb(0)
     return arb(x).exp()
+
+
+# ---------------------------------------------------------------------------
+# Exact permute-and-flip (report-noisy-max with exponential noise) over blocks.
+# ---------------------------------------------------------------------------
+
+_PF_MARGIN = 2.0**-40  # relative slack on the float enclosures of log τ (see below)
+_PF_FAST = [True]  # tests switch the float shortcut off to exercise the ball path
+
+
+def _word_uniform(source: RandomSource, word: int) -> _LazyUniform:
+    """A lazy uniform whose first 64 digits are ``word`` (already drawn from ``source``)."""
+    u = _LazyUniform.__new__(_LazyUniform)
+    u._source, u.m, u.k = source, int(word), 64
+    return u
+
+
+def _ball_of(u: _LazyUniform) -> arb:
+    return u.lower().union(u.upper())
+
+
+def _log_interval(x: arb) -> tuple[float, float]:
+    """Floats lo ≤ log x ≤ hi, outward (−inf/+inf where the ball does not decide)."""
+    if not x.is_finite():
+        return -math.inf, math.inf
+    lo_x, hi_x = x.lower(), x.upper()
+    lo = math.nextafter(float(lo_x.log().lower()), -math.inf) if lo_x > 0 else -math.inf
+    hi = math.nextafter(float(hi_x.log().upper()), math.inf) if hi_x > 0 else -math.inf
+    return lo, hi
+
+
+def sample_permute_and_flip(
+    log_rate: Any,
+    log_rate_ball: Callable[[int], arb],
+    sizes: Any,
+    error_scale: Any = None,
+    ratio: Callable[[int, int], arb] | None = None,
+    rng: Any = None,
+) -> tuple[int, int]:
+    """(b, j): point j of block b, drawn by permute-and-flip, exactly.
+
+    The candidates come in blocks: block b holds ``sizes[b]`` points; point j of
+    it has rate p_{b,j} = p̄_b·ρ_b(j) with log p̄_b = ``log_rate[b]`` (a float
+    approximation whose exact value is the ball ``log_rate_ball(b)`` at the
+    current working precision, absolute float error ≤ 2⁻⁴⁵·(1 + ``error_scale[b]``))
+    and ρ_b(j) = ``ratio(b, j)`` ∈ (0, 1] (a ball; 1 for every point when
+    ``ratio`` is None).  Returns point i with probability
+
+        P(i) = ∫₀^∞ p_i·∏_{k≠i} max(0, 1 − p_k·t) dt  over t < 1/p_i,
+
+    which is the law of report-noisy-max with exponential noise,
+    argmax_i (log p_i + E_i), E_i iid Exp(1) — identical to McKenna & Sheldon's
+    permute-and-flip with acceptance exp(log p_i − max log p) (Ding, Kifer et al.
+    2021, Thm. 1).  Scaling every p_i by the same constant leaves the law unchanged.
+
+    How, exactly.  RNM-exponential is argmin_i T_i with T_i = U_i/p_i, U_i iid
+    uniform (T_i = exp(−(log p_i + E_i)) with E_i = −log U_i).  Within block b write
+    T_{b,j} = τ_{b,j}/ρ_b(j) with τ_{b,j} = U_{b,j}/p̄_b ≤ T_{b,j}: the block's
+    τ's, taken in increasing order, are m_b iid uniforms on [0, 1/p̄_b] in order,
+    attached to the block's points in a uniformly random order.  The first has
+    P(τ > t) = (1 − p̄ t)^m, i.e. τ = (1 − V^{1/m})/p̄ with V uniform; given the
+    previous one τ₀ and r points left, the next is τ₀ + (1/p̄ − τ₀)(1 − V^{1/r}).
+    The sampler *reveals* a block's next τ (and its point, uniform among the
+    block's unrevealed points, and so its T = τ/ρ) while that τ may still be below
+    the smallest revealed T; it stops when one revealed T is certainly below
+    every other revealed T and every block's next τ (a lower bound of all its
+    unrevealed T's).  Revealing in any order does not change the law; every
+    comparison is decided exactly: float enclosures of log τ (from the first 53
+    digits of each V, widened by 2⁻⁴⁰ relative) decide almost all of them, and
+    the rest are decided in ball arithmetic on lazily refined uniforms (more
+    digits, more working bits) as in :func:`sample_index`.  Work: one vectorised
+    float pass over the blocks plus a few ball evaluations per draw while ρ is
+    close to 1 inside large blocks (the callers' blocks keep ρ ≥ ~½ there).
+    The work depends on the draw and on the blocks (so on the data): a timing
+    channel, as for the other exact samplers of this module.
+    """
+    source = resolve(rng)
+    lr = np.asarray(log_rate, dtype=np.float64)
+    m = np.asarray(sizes, dtype=np.int64)
+    if lr.ndim != 1 or lr.size == 0 or m.shape != lr.shape or np.any(m < 1):
+        raise ParameterError(
+            "log_rate and sizes must be non-empty 1-D arrays of the same length, sizes >= 1",
+            parameter="sizes",
+        )
+    if not np.all(np.isfinite(lr)):
+        raise ParameterError("log_rate must be finite", parameter="log_rate")
+    scale = np.zeros_like(lr) if error_scale is None else np.asarray(error_scale, float)
+    B = lr.size
+    words = np.frombuffer(source.random_bytes(8 * B), dtype=np.uint64)
+    top = (words >> np.uint64(11)).astype(np.float64)
+    v_lo, v_hi = top * 2.0**-53, (top + 1.0) * 2.0**-53
+    mf = m.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # log τ = log(1 − V^{1/m}) − log p̄, decreasing in V
+        k_hi = np.log(-np.expm1(np.log(v_lo) / mf)) - lr
+        k_lo = np.log(-np.expm1(np.log(v_hi) / mf)) - lr
+        slack = _PF_MARGIN * (
+            1.0 + np.abs(np.where(np.isfinite(k_hi), k_hi, 0.0)) + np.abs(lr) + scale
+        )
+    lo = np.where(np.isfinite(k_lo), k_lo - slack, -np.inf)
+    hi = np.where(np.isfinite(k_hi), k_hi + slack, np.inf)
+    if ratio is None and _PF_FAST[0]:
+        # every ρ = 1: the first τ of the block with the smallest one is the winner's
+        # T (its block's later τ's are larger); certified by the float enclosures alone
+        b = int(np.argmin(lo))
+        if B == 1 or hi[b] < np.partition(lo, 1)[1]:
+            return b, source.integers(int(m[b]))
+
+    chains: dict[int, list[tuple[_LazyUniform, int]]] = {}  # exact blocks: (V, r) per τ
+    tried: dict[int, set[int]] = {}
+    revealed: list[list[Any]] = []  # [block, index in chain, point, lo, hi]
+    old = ctx.prec
+    prec = _START_PREC
+
+    def taus(b: int) -> list[arb]:
+        inv = (-log_rate_ball(b)).exp()  # 1/p̄
+        t, out = arb(0), []
+        for u, r in chains[b]:
+            t = t + (inv - t) * (-((_ball_of(u).log() / r).expm1()))
+            out.append(t)
+        _WORK[0] += len(out)
+        return out
+
+    def evaluate(b: int) -> None:
+        """Ball enclosures of block b's chain: the revealed T's and the next τ."""
+        ctx.prec = prec
+        ts = taus(b)
+        for rv in revealed:
+            if rv[0] == b:
+                t = ts[rv[1]]
+                if ratio is not None:
+                    t = t / ratio(b, rv[2])
+                rv[3], rv[4] = _log_interval(t)
+        if len(ts) > len(tried[b]):  # the last τ is the block's next, unrevealed one
+            lo[b], hi[b] = _log_interval(ts[-1])
+
+    def to_exact(b: int) -> None:
+        if b not in chains:
+            chains[b] = [(_word_uniform(source, int(words[b])), int(m[b]))]
+            tried[b] = set()
+
+    def refine(b: int) -> None:
+        nonlocal prec
+        to_exact(b)
+        for u, _ in chains[b]:
+            u.refine()
+        prec = max(prec, max(u.k for u, _ in chains[b]) + 64)
+        if prec > _MAX_PREC:
+            raise _Undecidable(f"permute-and-flip undecided at {prec} bits")
+
+    def reveal(b: int) -> None:
+        to_exact(b)
+        chain = chains[b]
+        r = chain[-1][1]
+        size = int(m[b])
+        # the point: uniform among the block's unrevealed ones
+        if size - len(tried[b]) <= 64 or len(tried[b]) * 2 > size:
+            left = [j for j in range(size) if j not in tried[b]]
+            j = left[source.integers(len(left))]
+        else:
+            while True:
+                j = source.integers(size)
+                if j not in tried[b]:
+                    break
+        tried[b].add(j)
+        revealed.append([b, len(chain) - 1, j, -math.inf, math.inf])
+        if r - 1 > 0:
+            chain.append((_LazyUniform(source), r - 1))
+        else:
+            lo[b], hi[b] = math.inf, math.inf
+        evaluate(b)
+
+    try:
+        steps = 0
+        while True:
+            steps += 1
+            if steps > 1 << 20:
+                raise _Undecidable("permute-and-flip: too many steps")
+            b_min = int(np.argmin(lo))
+            if revealed:
+                best = min(range(len(revealed)), key=lambda i: revealed[i][4])
+                h = revealed[best][4]
+                others = [rv for i, rv in enumerate(revealed) if i != best]
+                if h < lo[b_min] and all(h < rv[3] for rv in others):
+                    _, _, j, _, _ = revealed[best]
+                    return int(revealed[best][0]), int(j)
+                if not math.isfinite(h):  # its digits do not bound it yet
+                    refine(revealed[best][0])
+                    evaluate(revealed[best][0])
+                    continue
+            else:
+                h = math.inf
+            if lo[b_min] < h:  # the block's next point may come first: look at it
+                reveal(b_min)
+                continue
+            # undecided by the current enclosures: refine the blocks that blur it
+            blur = {revealed[best][0]}
+            blur.update(rv[0] for rv in others if rv[3] <= h)
+            blur.update(int(b) for b in np.flatnonzero(lo <= h))
+            for b in blur:
+                refine(b)
+            for b in blur:
+                evaluate(b)
+    finally:
+        ctx.prec = old
