@@ -93,17 +93,7 @@ def expected_errors(cell: dict, x: np.ndarray, target: float) -> dict[str, float
 
 def pf_utilities(mech: ExponentialQuantile, x: np.ndarray) -> np.ndarray:
     """u_k over the grid (the mechanism's own score and weights)."""
-    from instancedp.mechanisms.quantile import grid_segments, quantile_scores, score_sensitivity
-
-    starts, lengths, below, above = grid_segments(
-        mech._grid_count, mech._grid_index(mech._rows(x)))
-    k = np.arange(mech._grid_count)
-    seg = np.searchsorted(starts[lengths > 0], k, side="right") - 1
-    s = quantile_scores(below, above, mech.q)[lengths > 0][seg]
-    u = -mech.epsilon * s / (2.0 * score_sensitivity(mech.q, mech.neighbours))
-    if mech.base == "log-grid":
-        u = u + mech._log_cell_measure(k)
-    return u
+    return mech.grid_utilities(x)
 
 
 def check_integration() -> float:

@@ -837,6 +837,20 @@ class ExponentialQuantile(Mechanism):
         weights = self._weights(data)
         return np.array([self._draw(weights, source) for _ in range(int(size))])
 
+    def grid_utilities(self, data: Any) -> np.ndarray:
+        """Grid bases: u_k = −ε·s_k/(2Δ) (+ log μ_k on log-grid) at every grid point k,
+        the utilities permute-and-flip ranks (small grids: tests and benchmarks)."""
+        starts, lengths, below, above = grid_segments(
+            self._grid_count, self._grid_index(self._rows(data))
+        )
+        k = np.arange(self._grid_count)
+        seg = np.searchsorted(starts[lengths > 0], k, side="right") - 1
+        s = quantile_scores(below, above, self.q)[lengths > 0][seg]
+        u = -self.epsilon * s / (2.0 * score_sensitivity(self.q, self.neighbours))
+        if self.base == "log-grid":
+            u = u + self._log_cell_measure(k)
+        return u
+
     def output_probabilities(self, data: Any) -> dict[float, float]:
         """Grid bases: the exact mass of every grid point (small grids; tests)."""
         if self.base not in ("grid", "log-grid"):
@@ -844,17 +858,8 @@ class ExponentialQuantile(Mechanism):
                 "output_probabilities is for base='grid' or 'log-grid'", parameter="base"
             )
         if self.sampler == "permute-and-flip":
-            starts, lengths, below, above = grid_segments(
-                self._grid_count, self._grid_index(self._rows(data))
-            )
-            k = np.arange(self._grid_count)
-            seg = np.searchsorted(starts[lengths > 0], k, side="right") - 1
-            s = quantile_scores(below, above, self.q)[lengths > 0][seg]
-            u = -self.epsilon * s / (2.0 * score_sensitivity(self.q, self.neighbours))
-            if self.base == "log-grid":
-                u = u + self._log_cell_measure(k)
-            p = permute_and_flip_probabilities(u)
-            return {self._grid_value(int(i)): float(pi) for i, pi in zip(k, p, strict=True)}
+            p = permute_and_flip_probabilities(self.grid_utilities(data))
+            return {self._grid_value(int(i)): float(pi) for i, pi in enumerate(p)}
         if self.base == "log-grid":
             return self._log_grid_probabilities(data)
         starts, lengths, logw = self._grid(data)
