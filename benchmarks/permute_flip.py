@@ -82,18 +82,13 @@ def expected_errors(cell: dict, x: np.ndarray, target: float) -> dict[str, float
         for base in ("grid", "log-grid"):
             mech = ExponentialQuantile(query, cell["epsilon"], base=base,
                                        resolution=cell["resolution"])
-            u = pf_utilities(mech, x)
+            u = mech.grid_utilities(x)  # the mechanism's own scores and weights
             k = np.arange(u.size)
             err = np.abs(np.minimum(mech.lower + k * mech.resolution, mech.upper) - target)
             em = np.exp(u - u.max())  # the exponential mechanism on the same utilities
             out[f"em/{base}/{tag}"] = float(np.dot(em / em.sum(), err))
             out[f"pf/{base}/{tag}"] = float(np.dot(pf_law(u), err))
     return out
-
-
-def pf_utilities(mech: ExponentialQuantile, x: np.ndarray) -> np.ndarray:
-    """u_k over the grid (the mechanism's own score and weights)."""
-    return mech.grid_utilities(x)
 
 
 def check_integration() -> float:
