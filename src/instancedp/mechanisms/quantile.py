@@ -84,6 +84,7 @@ rows + 1, plus the doubling cuts) whatever the number of grid points.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -283,21 +284,27 @@ def permute_and_flip_probabilities(log_rates: Any) -> np.ndarray:
     """
     u = np.asarray(log_rates, dtype=np.float64)
     p = np.exp(u - u.max())
-    x, w = np.polynomial.legendre.leggauss(u.size // 2 + 2)
-    t, w = (x + 1.0) / 2.0, w / 2.0
-    f = 1.0 - np.outer(p, t)  # f[j, node]
+    t, w = _gauss_legendre_unit(u.size // 2 + 2)
+    # candidates with equal rates share their factor: ∏_j (1 − p_j·t) over classes
+    rates, cls, mult = np.unique(p, return_inverse=True, return_counts=True)
+    f = 1.0 - np.outer(rates, t)  # f[class, node]
     with np.errstate(divide="ignore", invalid="ignore"):
         logf = np.log(np.abs(f))
     zeros = f == 0.0
-    total, nz = logf.sum(axis=0, where=~zeros), zeros.sum(axis=0)
-    out = np.empty_like(p)
-    for i in range(p.size):
-        # ∏_{j≠i}: the total without row i (rows equal to 0 counted apart)
-        others_zero = nz - zeros[i]
-        prod = np.where(others_zero > 0, 0.0,
-                        np.exp(total - np.where(zeros[i], 0.0, logf[i])))
-        out[i] = p[i] * float(np.sum(w * prod))
+    total = (mult[:, None] * np.where(zeros, 0.0, logf)).sum(axis=0)
+    nz = (mult[:, None] * zeros).sum(axis=0)
+    # ∏_{j≠i} for a candidate of each class: the total without one of its factors
+    others_zero = nz[None, :] - zeros
+    prod = np.where(others_zero > 0, 0.0, np.exp(total[None, :] - np.where(zeros, 0.0, logf)))
+    out = p * (prod @ w)[cls.ravel()]
     return out / out.sum()
+
+
+@functools.lru_cache(maxsize=16)
+def _gauss_legendre_unit(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Legendre nodes and weights on [0, 1] (cached: an eigenproblem of size nodes)."""
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    return (x + 1.0) / 2.0, w / 2.0
 
 
 def _score_ball(below: int, above: int, q: float) -> Any:
