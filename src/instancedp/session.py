@@ -662,15 +662,11 @@ class Session:
         defaults, bounds, quantile and resolution, and trim, noise and gamma
         for the last three); any other request, and CSV/JSON files, read the
         column into memory."""
-        from pathlib import Path
-
         from .sources import OUT_OF_CORE
 
         if self.input_kind in ("sqlite", "postgresql", "spark", "source"):
             return True
-        if self.input_kind != "file" or Path(str(self._data)).suffix.lower() not in (
-            ".parquet", ".pq"
-        ):
+        if not self._is_parquet:
             return False
         from .sources import SORTED_STATISTICS
 
@@ -685,6 +681,12 @@ class Session:
             extra.discard("mechanism")
         return stat in OUT_OF_CORE and sql is None and not extra
 
+    @property
+    def _is_parquet(self) -> bool:
+        """A Parquet file (its schema declares the types: DuckDB reads it out of core)."""
+        return self.input_kind == "file" and Path(str(self._data)).suffix.lower() in (
+            ".parquet", ".pq")
+
     def _out_of_core(self, mechanism: Any, sql: str | None = None) -> bool:
         from .backends import _is_frame
         from .sources import CandidateQuantile, serves_out_of_core
@@ -693,8 +695,7 @@ class Session:
             return True
         if _is_graph_mechanism(mechanism):  # edge files and frames: DuckDB
             return self.input_kind == "file" or _is_frame(self._data)
-        if self.input_kind == "file" and sql is None and Path(str(self._data)).suffix.lower() \
-                in (".parquet", ".pq"):  # a Parquet file: DuckDB for what its aggregates serve
+        if self._is_parquet and sql is None:  # DuckDB for what its aggregates serve
             return serves_out_of_core(mechanism)
         return self.input_kind == "file" and isinstance(mechanism, CandidateQuantile)
 
