@@ -96,3 +96,29 @@ def test_split_sums_re_sum_above_the_row_limit(tmp_path, monkeypatch):
         src = open_source(str(tmp_path / "t.db"), table="t")
         got = (src.range_sum("v", -2.0, 2.0, -1.5, 2.0), src.count_and_sum("v", -2.0, 2.0))
         assert got == want
+
+
+def test_which_mechanisms_an_engine_serves(tmp_path):
+    """The staged draw serves the continuous bases only: an exponential quantile on a
+    grid base is refused by name on an engine (it was a TypeError inside the draw) and
+    is read into memory from a Parquet file; the bound-free quantile is served."""
+    import pandas as pd
+
+    from instancedp.backends import open_source
+    from instancedp.errors import ParameterError
+    from instancedp.mechanisms.quantile import ExponentialQuantile
+    from instancedp.mechanisms.unbounded import UnboundedQuantile
+    from instancedp.queries.order import Quantile
+    from instancedp.sources import release_from_source, serves_out_of_core
+
+    query = Quantile(0.5, 0.0, 100.0, neighbours="add_remove")
+    for base in ("grid", "log-grid"):
+        mech = ExponentialQuantile(query, 1.0, base=base, resolution=1.0)
+        assert not serves_out_of_core(mech)
+        path = tmp_path / "x.parquet"
+        pd.DataFrame({"x": [1.0, 2.0, 3.0]}).to_parquet(path)
+        with pytest.raises(ParameterError, match="not available out of core"):
+            release_from_source(mech, open_source(str(path)), "x", simulation(0))
+    for base in ("uniform", "log"):
+        assert serves_out_of_core(ExponentialQuantile(query, 1.0, base=base))
+    assert serves_out_of_core(UnboundedQuantile(0.5, 1.0))

@@ -444,7 +444,6 @@ def release_from_source(
     read (drop NULL/NaN, clamp to the bounds; for flags, drop other values and add
     its public row)."""
     from .mechanisms.global_noise import LaplaceMechanism
-    from .mechanisms.quantile import ExponentialQuantile
     from .mechanisms.ratio import PrivateRatio
     from .mechanisms.sum_count import NoisySumOverCount
     from .mechanisms.unbounded import UnboundedQuantile
@@ -457,7 +456,7 @@ def release_from_source(
     if isinstance(mechanism, PrivateRatio):
         state = _ratio_counts(source, column, missing, policy)
         return mechanism._record(mechanism._draw(state, rs, None), rs)
-    if isinstance(mechanism, ExponentialQuantile) and mechanism.base != "grid":
+    if staged_quantile(mechanism):
         lo, hi = mechanism.lower, mechanism.upper
         pieces = mechanism.pieces(
             source.count(column, missing=missing),
@@ -506,19 +505,27 @@ def serves_out_of_core(mechanism: Any) -> bool:
     """Whether :func:`release_from_source` releases ``mechanism`` (from a Source's
     aggregates, with the record of its in-memory release)."""
     from .mechanisms.global_noise import LaplaceMechanism
-    from .mechanisms.quantile import ExponentialQuantile
     from .mechanisms.ratio import PrivateRatio
     from .mechanisms.sum_count import NoisySumOverCount
+    from .mechanisms.unbounded import UnboundedQuantile
     from .queries.counts import Count, Sum
-
-    if isinstance(mechanism, ExponentialQuantile):
-        return mechanism.base != "grid"
     from .queries.means import Mean
 
     if isinstance(mechanism, LaplaceMechanism) and type(mechanism.query) in (Count, Sum, Mean):
         return True
-    return sorted_query(mechanism) or isinstance(
-        mechanism, PrivateRatio | CandidateQuantile | NoisySumOverCount)
+    return staged_quantile(mechanism) or sorted_query(mechanism) or isinstance(
+        mechanism, PrivateRatio | CandidateQuantile | NoisySumOverCount | UnboundedQuantile)
+
+
+def staged_quantile(mechanism: Any) -> bool:
+    """Whether ``mechanism`` is an exponential quantile on a continuous base (uniform or
+    log), drawn in stages from ``count`` and ``order_window``
+    (:meth:`~instancedp.mechanisms.quantile.ExponentialQuantile.pieces`); its grid bases
+    read every grid segment and stay in memory (out of core a declared resolution is
+    :class:`CandidateQuantile`)."""
+    from .mechanisms.quantile import ExponentialQuantile
+
+    return isinstance(mechanism, ExponentialQuantile) and mechanism.base in ("uniform", "log")
 
 
 def sorted_query(mechanism: Any) -> bool:
