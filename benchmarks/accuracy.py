@@ -854,6 +854,7 @@ def _losing_section(summary: dict) -> list[str]:
         for cell, x, z in sig:
             out.append(f"  - {cell}: {x:.2f}× (z = {z:.1f}); "
                        f"{why(by_key[cell], f'default-declared/{tag}', 'best', z)}")
+    out.extend(_peer_dominance(rows))
     for kind in ("real", "synthetic"):
         for tag in ("ar", "sub"):
             a = comp.get(f"{kind}|tie-adaptive/{tag}|best|mae")
@@ -864,6 +865,30 @@ def _losing_section(summary: dict) -> list[str]:
                     f"mean {a['geomean']:.3f} against {b['geomean']:.3f} for `default/{tag}`; "
                     f"≤ 1 in {a['cells_le_1']} cells against {b['cells_le_1']}."
                 )
+    return out
+
+
+def _peer_dominance(rows: list[dict]) -> list[str]:
+    """Each peer configuration against the best of the OTHER configurations of its
+    relation, cell by cell (the goal's test, applied to the peers themselves): how
+    often a shipped mechanism is ≤ 1 there, and its worst cell — next to the default's
+    figure against all of them."""
+    out = ["- The goal's test applied to the peers (each configuration ÷ the best of the "
+           "others of its relation, real cells, MAE; the default ÷ the best of all of them):"]
+    for tag in ("ar", "sub"):
+        peers = peers_of(rows, tag)
+        for name in [*peers, f"default-declared/{tag}"]:
+            rs = []
+            for r in rows:
+                others = [p for p in peers if p != name and p in r["mae"]]
+                if name in r["mae"] and others:
+                    best = min(others, key=lambda p: r["mae"][p])
+                    rs.append(_ratio(r, name, best))
+            if rs:
+                out.append(
+                    f"  - `{name}`: ≤ 1 in {sum(x <= 1 for x, _ in rs)}/{len(rs)} cells, "
+                    f"losses at z ≥ 2 in {sum(x > 1 and z >= 2 for x, z in rs)}, worst "
+                    f"{max(x for x, _ in rs):.2f}×")
     return out
 
 
