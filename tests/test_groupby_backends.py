@@ -31,6 +31,11 @@ ROWS = [(name, v) for name in KEYS for v in rows(name)] + [(None, 1.0)]
 SUMS = [(-2.0, 2.0, False), (-1e300, 1e300, False), (0.1, 0.3, True), (-1e-310, 1e-310, False)]
 #: edges whose cells share one label force the unrolled binary search
 HISTS = [EDGES[0], EDGES[1], EDGES[3], [0.0, 1e-9, 2e-9, 1.0]]
+#: (lo, hi, a, b, shift) of the grouped range sums: interior, a value's rank (a = b), a
+#: bound, the whole range, subnormal cuts
+RANGES = [(-2.0, 2.0, -0.5, 0.5, True), (-1.0, 1.0, 0.0, 0.0, False),
+          (0.0, 100.0, 0.0, 100.0, True), (-1e300, 1e300, -1e300, 1e300, False),
+          (-1e-300, 1e-300, -5e-324, 5e-324, True)]
 #: (lo, hi, spans) of the grouped rank windows: q·n ± h, h small enough to cut the
 #: 200-row group, large enough to hold every rank of the small ones
 WINDOWS = [(-2.0, 2.0, [(0.5, 3)]), (-1e300, 1e300, [(0.1, 1), (0.9, 2)]),
@@ -53,6 +58,9 @@ def _probe(groups, light: bool = False) -> dict:
             got = groups.order_windows(lo, hi, spans)
             out[("windows", i)] = {k: {r: np.float64(x).tobytes() for r, x in w.items()}
                                    for k, w in got.items()}
+    for key in ("random",) if light else KEYS:  # a sorted statistic's rank reads
+        for i, (lo, hi, a, b, shift) in enumerate(RANGES[:2] if light else RANGES):
+            out[("range_sum", key, i)] = groups.group_range_sum(key, lo, hi, a, b, shift)
     n = out["count"]["random"]
     # one group's further reads (Spark's run in the staged record test below)
     for start, stop in () if light else ((-2, 3), (95, 105), (198, 203)):
@@ -268,6 +276,68 @@ def test_staged_group_medians_on_spark(spark, further_reads):
     assert {str(k) for k in further_reads} == {"1.0"}
 
 
+# -- the min and the max per group: the sorted column read by rank, one key at a time ----
+SORTED_KW = dict(epsilon=2.0, bounds=(0.0, 100.0))
+
+
+def _sorted_table() -> pd.DataFrame:
+    """Key 0: 200 spread rows (values past both bounds); key 1: 60 tied rows and a NaN;
+    key 2: one row at the lower bound; key 4: two rows at the upper bound and +inf;
+    key 3 is a public key with no row."""
+    g = np.random.default_rng(12)
+    k = np.r_[np.zeros(200), np.ones(61), [2.0], np.full(3, 4.0)]
+    v = np.r_[g.normal(50, 30, 200), np.full(60, 25.0), [np.nan], [0.0], [100.0, 100.0,
+                                                                       np.inf]]
+    return pd.DataFrame({"k": k, "v": v})
+
+
+SORTED_KEYS = [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def _sorted(data, **kw):
+    return group_release(data, "k", "v", "min,max", keys=SORTED_KEYS, rng=simulation(6),
+                         **{**SORTED_KW, **kw}).to_dict()
+
+
+def test_group_min_max_equal_single_releases_on_every_engine(tmp_path, postgres_url):
+    import psycopg
+
+    df = _sorted_table()
+    r = group_release(open_source(df), "k", "v", "min,max", keys=SORTED_KEYS,
+                      rng=simulation(6), **SORTED_KW)
+    want = r.to_dict()
+    p = plan("min,max", keys=SORTED_KEYS, aggregates=True, **SORTED_KW)
+    src = simulation(6)
+    for i, key in enumerate(SORTED_KEYS):
+        single = open_source(df.loc[df.k == key, "v"].to_numpy())
+        for label, m in p["statistics"]:
+            got = release_from_source(m, single, None, src, missing="drop").value
+            assert r.values[label][i] == got
+    assert set(r.parameters["mechanisms"].values()) == {"smooth_sensitivity"}
+    df.to_parquet(tmp_path / "m.parquet")
+    assert _sorted(tmp_path / "m.parquet") == want
+    con = sqlite3.connect(tmp_path / "m.db")
+    df.to_sql("t", con, index=False)
+    con.close()
+    assert _sorted(str(tmp_path / "m.db"), where={"table": "t"}) == want
+    with psycopg.connect(postgres_url, autocommit=True) as con:
+        con.execute("DROP TABLE IF EXISTS groups_m")
+        con.execute("CREATE TABLE groups_m (k double precision, v double precision)")
+        with con.cursor() as cur:
+            cur.executemany("INSERT INTO groups_m VALUES (%s, %s)",
+                            [(float(a), None if math.isnan(b) else float(b))
+                             for a, b in zip(df.k, df.v, strict=True)])
+    assert _sorted(postgres_url, where={"table": "groups_m"}) == want
+
+
+@pytest.mark.xdist_group("spark")
+def test_group_min_max_on_spark(spark):
+    df = _sorted_table()
+    sdf = spark.createDataFrame([(float(a), None if math.isnan(b) else float(b))
+                                 for a, b in zip(df.k, df.v, strict=True)], "k double, v double")
+    assert _sorted(sdf) == _sorted(open_source(df))
+
+
 def test_candidate_quantile_stays_available_by_name(tmp_path):
     df = _staged_table()
     df.to_parquet(tmp_path / "s.parquet")
@@ -349,8 +419,7 @@ def test_owner_mode_refuses_missing_values_before_the_charge(tmp_path):
 
 def test_database_refuses_what_the_aggregates_do_not_serve(tmp_path):
     path = _sqlite(tmp_path, [("a", 1.0)])
-    for kw, param in ((dict(statistic="max"), "statistic"),
-                      (dict(statistic="median", mechanism="smooth"), "mechanism"),
+    for kw, param in ((dict(statistic="median", mechanism="smooth"), "mechanism"),
                       (dict(statistic="count", id_column="k"), "id_column")):
         with pytest.raises(ParameterError) as e:
             group_release(path, "k", "v", keys=["a"], epsilon=1.0, bounds=(0.0, 1.0),
@@ -361,9 +430,9 @@ def test_database_refuses_what_the_aggregates_do_not_serve(tmp_path):
 def test_file_requests_the_aggregates_do_not_serve_read_the_file(tmp_path):
     f = tmp_path / "t.csv"
     f.write_text("g,v\na,1\na,3\nb,2\n")
-    r = group_release(f, "g", "v", "max", epsilon=1.0, keys=["a", "b"], bounds=(0.0, 4.0),
-                      rng=simulation(0))
-    assert r.parameters["mechanisms"]["max"] != "candidate_quantile" and len(r.keys) == 2
+    r = group_release(f, "g", "v", "median", epsilon=1.0, keys=["a", "b"], bounds=(0.0, 4.0),
+                      ci=0.9, rng=simulation(0))
+    assert len(r.keys) == 2 and r.intervals is not None
 
 
 @pytest.mark.parametrize("n", [0, 1, 2])

@@ -582,6 +582,14 @@ class _OneGroup:
         self.count()
         return self._cache[("keys",)]
 
+    def range_sum(self, column: Any, lower: float, upper: float, a: float, b: float, *,
+                  shift: bool = False, missing: Any = "drop") -> tuple[int, int, int]:
+        """The key's ``range_sum`` (a sorted statistic's ranks): one statement for this key."""
+        engine_key = self._hit(self._get_keys(), None)
+        if engine_key is None:  # no present row
+            return 0, 0, 0
+        return self._groups.group_range_sum(engine_key, lower, upper, a, b, shift)
+
     def histogram(self, column: Any, edges: Any, *, missing: Any = "drop") -> np.ndarray:
         e = np.asarray(edges, dtype=np.float64)
         what = ("histogram", e.tobytes())
@@ -663,7 +671,7 @@ def plan(
     :class:`ParameterError` before any row is read."""
     from . import _validate
     from .recipes import build_mechanism, relation_for
-    from .sources import SORTED_STATISTICS, out_of_core_mechanism
+    from .sources import out_of_core_mechanism
 
     rel = relation_for(neighbours)
     if rel == "edge":
@@ -711,11 +719,6 @@ def plan(
         if q is not None:
             opts["quantile"] = q
         build = out_of_core_mechanism if aggregates else build_mechanism
-        if aggregates and stat in SORTED_STATISTICS:  # no grouped rank reads yet
-            raise ParameterError(
-                f"statistic {stat!r} is not available per group from a database or Spark: "
-                "release it per group in memory, or one group at a time (sql=)",
-                parameter="statistic", allowed="median, quantile, mean, count, sum")
         chosen = mechanism if stat != "count" else None
         if ci is None:
             m = build(stat, eps_g, stat_delta, mechanism=chosen, neighbours="add_remove",
@@ -841,7 +844,7 @@ def aggregate_path(kind: str, data: Any, statistic: str | Sequence[str], *,
     Databases, Spark and opened sources: always (a request the aggregates do
     not serve is refused by :func:`instancedp.sources.out_of_core_mechanism`).
     Parquet/CSV files: when every statistic is one the aggregates serve (count,
-    sum, mean, median, pNN) with the default mechanisms (or, for quantiles,
+    sum, mean, median, pNN, min, max) with the default mechanisms (or, for quantiles,
     ``exponential`` or ``candidate_quantile`` by name) and bounds given,
     without ``ci``; otherwise the file is read into memory (as a single
     release does).
@@ -851,7 +854,7 @@ def aggregate_path(kind: str, data: Any, statistic: str | Sequence[str], *,
     if kind != "file" or not str(data).lower().endswith(_ENGINE_FILES) or ci is not None:
         return False
     stats = {s for _, s, _ in parse_statistics(statistic)}
-    served = {"count", "sum", "mean", "median", "quantile"}
+    served = {"count", "sum", "mean", "median", "quantile", "min", "max"}
     by_name = mechanism is None or (
         mechanism in ("exponential", "candidate_quantile") and stats <= {"count", "median",
                                                                          "quantile"})

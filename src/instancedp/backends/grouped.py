@@ -108,6 +108,11 @@ class MemoryGroups:
         as ``order_window``)."""
         return ref.order_window(self._present().get(key, np.empty(0)), lo, hi, start, stop)
 
+    def group_range_sum(self, key: Any, lo: float, hi: float, a: float, b: float,
+                        shift: bool) -> tuple[int, int, int]:
+        """``key``'s ``range_sum`` (#{x ≤ a}, #{x < b}, the exact fixed-point sum between)."""
+        return ref.range_sum(self._present().get(key, np.empty(0)), lo, hi, a, b, shift)
+
     def missing(self) -> int:
         return int(np.count_nonzero(~np.isfinite(self._all))) if self._has_values else 0
 
@@ -280,6 +285,14 @@ class SQLGroups:
         got = dict((int(r), float(x)) for r, x in self._pairs(sql, p))
         inside = np.array([got[r] for r in range(first, last)], dtype=np.float64)
         return ref.pad_window(inside, start, stop, lo, hi, offset=first, n=n)
+
+    def group_range_sum(self, key: Any, lo: float, hi: float, a: float, b: float,
+                        shift: bool) -> tuple[int, int, int]:
+        """``key``'s ``range_sum``: the engine's statement over one group's clamped rows."""
+        lo, hi = ref.check_bounds(lo, hi)
+        p: list = []
+        src = f"(SELECT x FROM {self._clamped(lo, hi, p)} WHERE {self._key_match(key, p)}) AS g"
+        return self.engine.range_sum_of(src, p, lo, hi, a, b, shift)
 
     def _key_match(self, key: Any, p: list) -> str:
         """``k = key`` for a key value the engine itself returned: a bound parameter

@@ -564,12 +564,19 @@ class SQLEngine:
         shift: bool = False, missing: ref.Missing = "drop",
     ) -> tuple[int, int, int]:
         """(#{x ≤ a}, #{x < b}, Σ_{a < x < b} k(x)) in one scan (``numpy.range_sum``)."""
-        d = self.dialect
         lo, hi = ref.check_bounds(lo, hi)
+        p: list = []
+        return self.range_sum_of(self._clamped(column, lo, hi, missing, p), p, lo, hi, a, b,
+                                 shift)
+
+    def range_sum_of(
+        self, src: str, p: list, lo: float, hi: float, a: float, b: float, shift: bool,
+    ) -> tuple[int, int, int]:
+        """:meth:`range_sum` over ``src``, a subquery of clamped values x (with its
+        parameters ``p``): a grouped backend passes one group's rows."""
+        d = self.dialect
         a, b = ref.check_range(a, b)
         s = ref.fixed_point_exponent(lo, hi, shift)
-        p: list = []
-        src = self._clamped(column, lo, hi, missing, p)
         a_, b_ = d.lit(a, p), d.lit(b, p)
         y = f"x - {d.lit(lo, p)}" if shift else "x"
         k = f"CASE WHEN x > {a_} AND x < {b_} THEN {self._units('y', s, p)} ELSE 0 END"
