@@ -890,10 +890,11 @@ def _peer_dominance(rows: list[dict]) -> list[str]:
                     f"losses at z ≥ 2 in {sum(x > 1 and z >= 2 for x, z in rs)}, worst "
                     f"{max(x for x, _ in rs):.2f}×")
     # hindsight: the best of instancedp's own variants in each cell, chosen after seeing
-    # the errors and at no privacy cost — what any private choice among them is bounded by
+    # the errors and at no privacy cost — what a rule choosing one of them per cell reaches
     out.append("- The oracle over instancedp's bounded variants (the best of them in each "
-               "cell, chosen in hindsight at no privacy cost: no private rule that picks "
-               "among them can do better) ÷ the best peer, real cells, MAE:")
+               "cell, chosen in hindsight at no privacy cost: a rule that picks one of them "
+               "per cell cannot do better; only a rule that reads each subsample could) ÷ "
+               "the best peer, real cells, MAE:")
     for tag in ("ar", "sub"):
         peers = set(peers_of(rows, tag))
         rs = []
