@@ -176,23 +176,37 @@ LOG_SCALE_SWEEP = (1e-2, 1e-1)
 
 
 #: the bound-free release's sweep (full run only): the grid ratio β at the default
-#: shares, and the scan's share of ε (sign step included) and the sign step's at three β
+#: shares and bracket; the scan's share of ε (sign step included) and the sign step's
+#: at three β; the bracket rule 4^max(1, k·q) below, 4^max(1, k·(1 − q)) above at two β
 BOUND_FREE_BETAS = (1.01, 1.05, 1.1, 1.25, 1.5, 2.0)
 BOUND_FREE_SHARES = ((0.4, 0.1), (0.6, 0.1), (0.4, 0.05), (0.6, 0.05))
 BOUND_FREE_SHARE_BETAS = (1.01, 1.1, 1.5)
+BOUND_FREE_BRACKETS = (6, 9, 12)
+BOUND_FREE_BRACKET_BETAS = (1.01, 1.1)
 
 
 def bound_free_variants() -> list[tuple[str, dict]]:
     """(name, UnboundedQuantile keywords) of the sweep; the name states every parameter:
-    ``unbounded-b<β>-s<scan share>-g<sign share>``."""
+    ``unbounded-b<β>-s<scan share>-g<sign share>-k<k of the bracket rule>``."""
     out = []
     for beta in BOUND_FREE_BETAS:
         for scan, sign in BOUND_FREE_SHARES:
-            if (scan, sign) != BOUND_FREE_SHARES[0] and beta not in BOUND_FREE_SHARE_BETAS:
-                continue
-            out.append((f"unbounded-b{beta:g}-s{scan:g}-g{sign:g}",
-                        dict(beta=beta, scan_fraction=scan, sign_fraction=sign)))
+            for k in BOUND_FREE_BRACKETS:
+                if (((scan, sign) != BOUND_FREE_SHARES[0] and beta not in BOUND_FREE_SHARE_BETAS)
+                        or (k != BOUND_FREE_BRACKETS[0]
+                            and (beta not in BOUND_FREE_BRACKET_BETAS
+                                 or (scan, sign) != BOUND_FREE_SHARES[0]))):
+                    continue
+                out.append((f"unbounded-b{beta:g}-s{scan:g}-g{sign:g}-k{k:g}",
+                            dict(beta=beta, scan_fraction=scan, sign_fraction=sign, k=k)))
     return out
+
+
+def bracket_rule(k: float, q: float) -> tuple[float, float]:
+    """The sweep's bracket rule, UnboundedQuantile's ``bracket``: a factor 4^max(1, k·q)
+    below the scan's value and 4^max(1, k·(1 − q)) above (the library's
+    :func:`~instancedp.mechanisms.unbounded.default_bracket` is k = 6)."""
+    return 4.0 ** max(1.0, k * q), 4.0 ** max(1.0, k * (1.0 - q))
 
 
 def our_methods(cell: dict, quick: bool = False) -> dict:
@@ -235,6 +249,7 @@ def our_methods(cell: dict, quick: bool = False) -> dict:
                 # the sweep the defaults are chosen from (synthetic cells only:
                 # select_bound_free); a variant equal to the default reuses its draws
                 for name, kw in bound_free_variants():
+                    kw = dict(kw, bracket=bracket_rule(kw.pop("k"), q))
                     out[f"{name}/{tag}"] = UnboundedQuantile(q, eps, neighbours=rel, **kw)
             continue
         public_n = n if rel == "substitution" else None
@@ -485,8 +500,10 @@ def code_hash() -> str:
 
     h = hashlib.sha1()
     h.update((inspect.getsource(our_methods) + inspect.getsource(bound_free_variants)
+              + inspect.getsource(bracket_rule)
               + repr((LOG_SCALE_SWEEP, BOUND_FREE_BETAS, BOUND_FREE_SHARES,
-                      BOUND_FREE_SHARE_BETAS))).encode())
+                      BOUND_FREE_SHARE_BETAS, BOUND_FREE_BRACKETS,
+                      BOUND_FREE_BRACKET_BETAS))).encode())
     src = ROOT / "src" / "instancedp"
     for path in sorted([*src.glob("mechanisms/*.py"), *src.glob("queries/*.py"),
                         *src.glob("noise/*.py"), src / "recipes.py", src / "random.py"]):
@@ -960,9 +977,11 @@ def select_bound_free(rows: list[dict]) -> dict:
              for kind in ("synthetic", "real")}
     syn = table["synthetic"]
     winner = max(syn, key=lambda nm: (syn[nm]["both_le_2"], -syn[nm]["geomean"])) if syn else None
+    pairs = [(r, t) for r in x100 for t in ("ar", "sub") if f"unbounded/{t}" in r["mae"]]
     default = next((nm for nm in names
-                    if all(r["mae"].get(f"{nm}/{t}") == r["mae"].get(f"unbounded/{t}")
-                           for r in x100 for t in ("ar", "sub"))), None)
+                    if all(r["mae"].get(f"{nm}/{t}", r["mae"][f"unbounded/{t}"])
+                           == r["mae"][f"unbounded/{t}"] for r, t in pairs)
+                    and any(f"{nm}/{t}" in r["mae"] for r, t in pairs)), None)
     return {"criterion": SELECTION, "table": table, "winner": winner, "default": default}
 
 
@@ -1146,11 +1165,13 @@ def _bound_free_sections(summary: dict) -> list[str]:
     if sw.get("table", {}).get("synthetic"):
         out += [
             "", "### The bound-free sweep: synthetic cells choose, real cells report\n",
-            "Configurations `unbounded-b<β>-s<scan share>-g<sign share>`: grid ratio β, the "
-            "scan's share of ε (sign step included), the sign step's share; the rest goes to "
-            "the exponential mechanism on the bracket (a fixed factor in value: "
-            "⌈ln γ / ln β⌉ grid steps). Each (cell, relation) pair is compared with the best "
-            "bounded peer (bounds 100× the data's range) per statistic.\n",
+            "Configurations `unbounded-b<β>-s<scan share>-g<sign share>-k<k>`: grid ratio β, "
+            "the scan's share of ε (sign step included), the sign step's share; the rest goes "
+            "to the exponential mechanism on the bracket 4^max(1, k·q) below the scan's "
+            "value and 4^max(1, k·(1 − q)) above (a fixed factor in value: ⌈ln γ / ln β⌉ "
+            "grid steps; the library's rule is k = 6). Each (cell, relation) pair is "
+            "compared with the best bounded peer (bounds 100× the data's range) per "
+            "statistic.\n",
             f"Selection criterion, declared before the sweep ran: {sw['criterion']}.\n",
             f"- Chosen on the synthetic cells: `{sw['winner']}`; the library's default draws "
             f"as `{sw['default']}`"
