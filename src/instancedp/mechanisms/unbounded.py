@@ -70,8 +70,9 @@ a polynomial tail, P(K > k) ≈ ½·e^{−g/b_t}·(k/2)^{−2ε₁/ε₂} (b_t =
 score past the data), and in value it is β^K: the chance of overshooting by a
 given factor grows like (ln β)^{2^{1/3}}, and the mean absolute error with it
 (by orders of magnitude from β = 1.05 on).  A bigger share for the scan
-leaves the exponential mechanism too little; a wider bracket costs the
-exponential mechanism more than it catches.  No bound-free release escapes a
+leaves the exponential mechanism too little; on the synthetic cells a wider
+bracket cost the exponential mechanism more than it caught (on the real ones
+k = 9 did better: reported there, not adopted).  No bound-free release escapes a
 heavy tail altogether: accuracy at scale V on one n-row table forces an
 expected error ≥ (V/2 − max|x|)·e^{−2nε}/2 on every n-row table (group
 privacy; ``docs/formulas.md``), so the median absolute error is the statistic
