@@ -129,3 +129,27 @@ def test_default_bracket_is_wide_on_the_side_far_in_rank():
     with pytest.raises(Exception) as e:
         UnboundedQuantile(0.5, 1.0, bracket=(2.0, 1.0))
     assert e.value.parameter == "bracket"
+
+
+@pytest.mark.parametrize("q", [0.1, 0.5, 0.9])
+def test_defaults_are_the_configuration_the_accuracy_sweep_chose(q):
+    """The defaults are pinned on purpose: they are the configuration the accuracy
+    benchmark's sweep chose on its synthetic cells (docs/results/accuracy.json);
+    changing them needs a rerun of benchmarks/accuracy.py, which writes the choice."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from instancedp.mechanisms.unbounded import default_bracket
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("accuracy", root / "benchmarks/accuracy.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    sweep = json.loads((root / "docs/results/accuracy.json").read_text())["bound_free_sweep"]
+    assert sweep["winner"] == sweep["default"]
+    chosen = dict(bench.bound_free_variants())[sweep["winner"]]
+    mech = UnboundedQuantile(q, 1.0)
+    assert (mech.beta, mech.scan_fraction, mech.sign_fraction) == (
+        chosen["beta"], chosen["scan_fraction"], chosen["sign_fraction"])
+    assert mech.bracket == default_bracket(q) == bench.bracket_rule(chosen["k"], q)
