@@ -158,6 +158,14 @@ MECHANISM_IN_WORDS: dict[str, str] = {
     "recursive_quantiles": "recursive approximate quantiles (Kaplan, Schnapp and Stemmer 2022)",
     "independent_quantiles": "m exponential-mechanism quantiles at ε/m each",
     "unbounded_quantiles": "m bound-free quantiles at ε/m each (Durfee 2023)",
+    "unbounded_quantile": "bound-free quantile: an above-threshold scan places a bracket, "
+    "the exponential mechanism draws inside it (Durfee 2023)",
+    "candidate_quantile": "quantile on a public candidate grid, permute-and-flip "
+    "(McKenna and Sheldon 2020)",
+    "tie_adaptive_quantile": "tie-adaptive quantile: a private tie count picks smooth "
+    "sensitivity or the exponential mechanism",
+    "inverse_sensitivity": "inverse sensitivity mechanism (Asi and Duchi 2020)",
+    "private_ratio": "private ratio a/b",
     "ratio_ksw": "private ratio a/b (Kulesza, Suresh and Wang 2024, Alg. 3)",
     "ratio_naive": "private ratio: noisy a ÷ noisy b",
     "ratio_bounded_ls": "private ratio with privately bounded local sensitivity",
@@ -241,7 +249,11 @@ def summary_lines(release: Any, chosen: dict[str, Any] | None = None) -> list[tu
     rel = params.get("neighbours", qp.get("neighbours", chosen.get("neighbours")))
     if rel is not None:
         lines.append(("neighbours", NEIGHBOURS_IN_WORDS.get(str(rel), str(rel))))
-    lines.append(("mechanism", mechanism_in_words(str(release.mechanism))))
+    mechanism = mechanism_in_words(str(release.mechanism))
+    if release.mechanism == "private_ratio" and "method" in params:
+        words = MECHANISM_IN_WORDS.get(f"ratio_{params['method']}")
+        mechanism = f"{words} [private_ratio, method {params['method']}]" if words else mechanism
+    lines.append(("mechanism", mechanism))
     if "noise" in params:
         shape = f"{params['noise']} noise"
         if "gamma" in params:
