@@ -91,6 +91,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate
+from .backends.duckdb import NUMERIC_TYPES
 from .errors import DataError, ParameterError, SchemaError
 from .privacy import PureDP, compose
 
@@ -119,11 +120,8 @@ COVERS: dict[str, str] = {
 #: the bound-free grid's ratio in describe: 1% steps (the scan's length, and its
 #: secure draws, grow like log(|value|)/log(beta); 1.001 is ten times slower)
 UNBOUNDED_BETA = 1.01
-#: declared types that are numbers (DuckDB's names for Arrow/Parquet/pandas types)
-_NUMERIC = {
-    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-    "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL",
-}
+#: declared types that are numbers (one home: the DuckDB backend's)
+_NUMERIC = NUMERIC_TYPES
 
 
 def _is_csv(data: Any) -> bool:
