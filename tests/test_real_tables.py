@@ -3,6 +3,7 @@ stocks, …) as a data person would: each test is a small synthetic reproduction
 
 from __future__ import annotations
 
+import pytest
 from cli_support import cli
 
 
@@ -25,3 +26,73 @@ def test_ratio_summary_names_its_method(tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("mechanism"))
     assert "noisy a ÷ noisy b" in line and "[private_ratio, method naive]" in line
+
+
+def test_ledger_amounts_read_as_the_decimals_typed() -> None:
+    # spent 28 × 0.1 printed as 2.8000000000000003 and the remaining 2.2 of 5 as
+    # 2.1999999999999997: each the double on the promised side, not the shortest text
+    from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+
+    from instancedp import _validate
+    from instancedp.ledger import Amount
+
+    tenth = Decimal(_validate.at_most_decimal(0.1))  # what a release at ε = 0.1 charges
+    spent = Amount("pure", epsilon=sum([Decimal("0.5")] * 3 + [tenth] * 13, Decimal(0)))
+    left = Amount("pure", epsilon=Decimal(5)) - spent
+    assert spent.epsilon < Decimal("2.8") < left.epsilon + Decimal("2.8")
+    assert spent.describe(ROUND_CEILING) == "epsilon=2.8"
+    assert left.describe(ROUND_FLOOR) == "epsilon=2.2"
+    # still on the promised side: a cost never shows less, what remains never more
+    third = Amount("pure", epsilon=Decimal(2) / Decimal(3))
+    assert Decimal(third.describe(ROUND_CEILING).split("=")[1]) >= third.epsilon
+    assert Decimal(third.describe(ROUND_FLOOR).split("=")[1]) <= third.epsilon
+
+
+def _parquet(path, **columns) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table(columns), path)
+    return str(path)
+
+
+def _spent(ledger) -> str:
+    r = cli("ledger", "show", ledger, "--json")
+    import json
+
+    return json.loads(r.stdout)["datasets"][0]["spent"]["exact"]["epsilon"]
+
+
+@pytest.mark.parametrize("by", [None, "g"])
+@pytest.mark.parametrize("column,statistic", [("name", "count"), ("day", "median")])
+def test_declared_non_numeric_parquet_column_refused_before_the_charge(
+    tmp_path, column, statistic, by
+) -> None:
+    # a Parquet text or date column: the engine's CAST failed after the charge (analyst:
+    # "the release failed after its charge", budget gone; owner: an internal error)
+    import datetime
+
+    p = _parquet(tmp_path / "t.parquet", name=["a", "b", "c"], x=[1.0, 2.0, 3.0],
+                 g=[1, 1, 2], day=[datetime.date(2020, 1, d) for d in (1, 2, 3)])
+    ledger = tmp_path / "l.db"
+    assert cli("ledger", "init", ledger, "--epsilon", "1").returncode == 0
+    extra = ["--by", by, "--keys", tmp_path / "k.txt"] if by else []
+    (tmp_path / "k.txt").write_text("1\n2\n")
+    for mode in (["--ledger", ledger], ["--owner"]):
+        r = cli("release", p, "--column", column, "--statistic", statistic, "--epsilon",
+                "0.5", "--bounds", "0", "1", *extra, *mode)
+        assert r.returncode == 2, (r.stdout, r.stderr)
+        assert f"column {column!r} is declared" in r.stderr and "not a number" in r.stderr
+    assert _spent(ledger) == "0"
+    ok = cli("release", p, "--column", "x", "--statistic", "count", "--epsilon", "0.5",
+             "--ledger", ledger, "--seed", "1")
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_zero_byte_parquet_is_bad_input_not_an_internal_error(tmp_path) -> None:
+    p = tmp_path / "empty.parquet"
+    p.write_bytes(b"")
+    r = cli("release", p, "--column", "x", "--statistic", "count", "--epsilon", "1",
+            "--owner")
+    assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
+    assert "empty.parquet cannot be read as parquet (0 bytes)" in r.stderr

@@ -12,6 +12,7 @@ import math
 import os
 import sys
 import time
+from decimal import ROUND_FLOOR
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -341,7 +342,7 @@ def _release_and_print(
         print(f"{label:11s} {text}")
     if remaining is not None:
         print(
-            f"remaining   {remaining.describe()} of {total.describe()} "
+            f"remaining   {remaining.describe(ROUND_FLOOR)} of {total.describe()} "
             f"(ledger {_ledger_label(ledger)}, dataset '{dataset_id}')"
         )
     else:
@@ -660,8 +661,10 @@ def _release_groups(
                 **({"ci": ci} if ci is not None else {}),
             )
         remaining = session.remaining if ledger is not None else None
+        total = session.budget if ledger is not None else None
     if not rel.secure:
         _warn_seeded()
+    title = f"{', '.join(rel.values)}{f' of {column}' if column is not None else ''} by {by}"
     left = {"remaining": remaining.as_dict() if remaining is not None else None}
     if output is not None:
         if output.suffix.lower() == ".csv":
@@ -669,7 +672,7 @@ def _release_groups(
         else:
             output.write_text("\n".join(rel.json_lines(left)) + "\n", encoding="utf-8")
     if plot is not None:
-        rel.plot(plot, title=f"{', '.join(rel.values)} of {column} by {by}")
+        rel.plot(plot, title=title)
     for path in (output, plot):
         if path is not None:
             print(f"wrote {path}", file=sys.stderr)
@@ -684,7 +687,7 @@ def _release_groups(
     from rich.console import Console
     from rich.table import Table
 
-    grid = Table(title=f"{', '.join(stats)} of {column} by {by}")
+    grid = Table()
     for name in (by, *stats):
         grid.add_column(str(name), justify="left" if name == by else "right")
     for row in rel.rows():
@@ -694,12 +697,13 @@ def _release_groups(
                                   if row.get(s + "_ci") else "")
             for s in stats))
     console = Console(width=100 if not sys.stdout.isatty() else None)
+    console.print(title, soft_wrap=True)  # a table's own title wraps at its width
     console.print(grid)
     console.print(f"guarantee   {rel.guarantee.describe()}  (one charge for all groups)")
     console.print(f"keys        {rel.parameters['keys']}; {rel.parameters['contributions']}")
     if remaining is not None:
-        console.print(f"remaining   {remaining.describe()} (ledger {ledger}, dataset "
-                      f"'{dataset_id}')")
+        console.print(f"remaining   {remaining.describe(ROUND_FLOOR)} of {total.describe()} "
+                      f"(ledger {_ledger_label(ledger)}, dataset '{dataset_id}')")
     console.print("secure      " + ("true" if rel.secure else
                                     "false  <-- SEEDED SIMULATION, NOT A PRIVATE RELEASE"))
 
