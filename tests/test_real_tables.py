@@ -96,3 +96,14 @@ def test_zero_byte_parquet_is_bad_input_not_an_internal_error(tmp_path) -> None:
             "--owner")
     assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
     assert "empty.parquet cannot be read as parquet (0 bytes)" in r.stderr
+
+
+def test_substitution_with_a_selection_names_the_flag(tmp_path) -> None:
+    # read "Use Session(..., --neighbours add-remove)": half Python, half flag
+    p = tmp_path / "t.csv"
+    p.write_text("x\n1\n\n3\n")
+    r = cli("release", p, "--column", "x", "--statistic", "median", "--epsilon", "1",
+            "--bounds", "0", "5", "--owner", "--drop-missing", "--neighbours", "substitution")
+    assert r.returncode == 2
+    assert "Use --neighbours add-remove for releases on a selection" in r.stderr, r.stderr
+    assert "Session(" not in r.stderr

@@ -906,8 +906,8 @@ class Session:
             raise ParameterError(
                 f"neighbours='substitution' makes the table's size public, but {what} "
                 "selects rows: their number is private (one row changing a selected column "
-                "enters or leaves the selection).  Use Session(..., neighbours='add_remove') "
-                "for releases on a selection",
+                "enters or leaves the selection).  Use neighbours='add_remove' for releases "
+                "on a selection",
                 parameter="neighbours",
                 allowed="add_remove with sql or drop_missing",
             )
