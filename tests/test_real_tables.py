@@ -107,3 +107,18 @@ def test_substitution_with_a_selection_names_the_flag(tmp_path) -> None:
     assert r.returncode == 2
     assert "Use --neighbours add-remove for releases on a selection" in r.stderr, r.stderr
     assert "Session(" not in r.stderr
+
+
+def test_group_table_title_and_remaining_line(tmp_path) -> None:
+    # the title read "count of None by g" (and wrapped at the table's width); the
+    # remaining line gave no total, unlike a single release's
+    p = tmp_path / "t.csv"
+    p.write_text("g,x\n" + "\n".join(f"{i % 2},{i}" for i in range(10)) + "\n")
+    (tmp_path / "k.txt").write_text("0\n1\n")
+    ledger = tmp_path / "l.db"
+    r = cli("release", p, "--statistic", "count", "--by", "g", "--keys", tmp_path / "k.txt",
+            "--epsilon", "0.5", "--owner", "--ledger", ledger, "--budget-epsilon", "1",
+            "--seed", "1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0].strip() == "count by g"
+    assert f"remaining epsilon=0.5 of epsilon=1 (ledger {ledger}" in " ".join(r.stdout.split())

@@ -865,6 +865,7 @@ def describe_command(
                 result = session.describe(epsilon, columns=cols, bounds=col_bounds, rng=rng,
                                           ci=ci or None)
             remaining = session.remaining if ledger is not None else None
+            total = session.budget if ledger is not None else None
     except ValueError:
         if fresh and Path(ledger).exists():  # type: ignore[arg-type]
             Path(ledger).unlink()  # type: ignore[arg-type]
@@ -878,8 +879,8 @@ def describe_command(
         return
     print_table(result)
     if remaining is not None:
-        print(f"remaining  {remaining.describe()} (ledger {_ledger_label(ledger)}, "
-              f"dataset '{dataset_id}')")
+        print(f"remaining  {remaining.describe(ROUND_FLOOR)} of {total.describe()} (ledger "
+              f"{_ledger_label(ledger)}, dataset '{dataset_id}')")
 
 
 @app.command("release-graph")

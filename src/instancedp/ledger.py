@@ -262,17 +262,18 @@ def _show(d: Decimal, rounding: str = ROUND_HALF_EVEN) -> str:
             f = math.nextafter(f, math.inf)
         elif rounding == ROUND_FLOOR and exact > d:
             f = math.nextafter(f, -math.inf)
+        shown = Decimal(repr(f))
         exact = Decimal(f)
         if exact != d:
-            # the shortest decimal between d and that double: still on the promised side
+            # or a shorter decimal between d and that double: still on the promised side
             # of d, and a spend of 28 × 0.1 (just under 2.8) reads 2.8, not 2.8000000000000003
             lo, hi = min(d, exact), max(d, exact)
             toward = ROUND_CEILING if exact > d else ROUND_FLOOR
-            for digits in range(1, 18):
+            for digits in range(1, len(shown.as_tuple().digits)):
                 c = Context(prec=digits, rounding=toward).plus(d)
                 if lo <= c <= hi:
                     return _fmt(c)
-        return _fmt(Decimal(repr(f)))
+        return _fmt(shown)
     return _fmt(Context(prec=17, rounding=rounding).plus(d))
 
 
