@@ -365,6 +365,17 @@ def _frame_kind(data: Any) -> str | None:
     return None
 
 
+def _pandas_column(series: Any) -> np.ndarray:
+    """A pandas column as numpy: a nullable extension type (Int64, boolean, string) as
+    its Python values with None for NA — its to_numpy() makes Int64 a float column, so
+    key 2007 read as 2007.0 and the text key '2007' matched no group."""
+    import pandas as pd
+
+    if isinstance(series.dtype, pd.api.extensions.ExtensionDtype):
+        return series.to_numpy(dtype=object, na_value=None)
+    return series.to_numpy()
+
+
 def _columns_in_memory(data: Any, by: str, column: str | None,
                        person: str | None) -> tuple[np.ndarray, np.ndarray | None, Any]:
     """(keys, values, ids) as numpy arrays from a DataFrame, Arrow table or dict."""
@@ -374,7 +385,7 @@ def _columns_in_memory(data: Any, by: str, column: str | None,
         get = lambda c: data.get_column(c).to_numpy()  # noqa: E731
     elif kind == "pandas":
         names = list(data.columns)
-        get = lambda c: data[c].to_numpy()  # noqa: E731
+        get = lambda c: _pandas_column(data[c])  # noqa: E731
     elif hasattr(data, "column_names"):  # pyarrow.Table
         names = list(data.column_names)
         get = lambda c: data.column(c).to_numpy(zero_copy_only=False)  # noqa: E731
@@ -442,22 +453,26 @@ def _value_sql(path: Path, column: str) -> str:
 def _file_select(path: Path, by: str, column: str | None, person: str | None) -> str:
     """SELECT k (the key as text), v (the value as DOUBLE), p (the person as text).
 
-    Inferred CSV types are a function of the rows, so the key and id columns
-    are read as text and the value column cast to DOUBLE (text that is not a
-    number becomes NULL, i.e. missing) — a public policy, whatever the rows."""
+    Inferred CSV types are a function of the rows, so there the key and id
+    columns are read as text; other files keep their declared types.  The
+    value column is cast to DOUBLE (text that is not a number becomes NULL,
+    i.e. missing) — a public policy, whatever the rows."""
     from . import io as _io
 
     rel = _io._file_relation(path)
-    if _io._reader(path) == "read_csv_auto":
+    csv = _io._reader(path) == "read_csv_auto"
+    if csv:
         declared = [c for c in (by, column, person) if c is not None]
         types = ", ".join(f"{_io._sql_literal(c)}: 'VARCHAR'" for c in declared)
         rel = rel[:-1] + f", types={{{types}}})"
     q = _io._quote_ident
-    cols = [f"CAST({q(by)} AS VARCHAR) AS k"]
+    # a declared type (Parquet) is kept: keys then match as they do in memory (a boolean
+    # key is True, not DuckDB's text 'true'); a CSV's are text
+    cols = [f"CAST({q(by)} AS VARCHAR) AS k" if csv else f"{q(by)} AS k"]
     if column is not None:
         cols.append(f"{_value_sql(path, column)} AS v")
     if person is not None:
-        cols.append(f"CAST({q(person)} AS VARCHAR) AS p")
+        cols.append(f"CAST({q(person)} AS VARCHAR) AS p" if csv else f"{q(person)} AS p")
     return f"SELECT {', '.join(cols)} FROM {rel}"
 
 
@@ -489,7 +504,7 @@ def open_groups(data: Any, by: str, column: str | None, *, kind: str,
                 where: Mapping[str, Any] | None = None) -> Any:
     """The grouped primitives (:mod:`instancedp.backends.grouped`) where the data live.
 
-    Files: DuckDB over :func:`_file_select` (keys as text); SQLite,
+    Files: DuckDB over :func:`_file_select` (a CSV's keys as text); SQLite,
     PostgreSQL and Spark: their engine over the named table; an opened
     :class:`~instancedp.backends.Source`: its engine (numpy: in memory).
     Reads the schema only."""
