@@ -155,3 +155,28 @@ def test_boolean_and_nullable_integer_keys_match_on_every_input(tmp_path) -> Non
         # the rows were found: a count's Laplace noise at ε = 20 is below 1 with
         # probability 1 − e^{-20} each (the seed is fixed: the check is deterministic)
         assert all(abs(c - t) < 1 for (c, _), t in zip(got[0], true, strict=True)), got[0]
+
+
+def test_parquet_text_column_refused_in_analyst_mode_on_the_in_memory_path(tmp_path) -> None:
+    # with --ci (read into memory) a Parquet VARCHAR column was charged and released
+    # as an empty selection: text counted as numeric for every source, not only CSV
+    p = _parquet(tmp_path / "t.parquet", name=["a", "b", "c"], x=[1.0, 2.0, 3.0])
+    ledger = tmp_path / "l.db"
+    assert cli("ledger", "init", ledger, "--epsilon", "1").returncode == 0
+    r = cli("release", p, "--column", "name", "--statistic", "median", "--epsilon", "0.5",
+            "--bounds", "0", "1", "--ci", "0.9", "--ledger", ledger)
+    assert r.returncode == 2 and "type VARCHAR, which is not numeric" in r.stderr, r.stderr
+    assert _spent(ledger) == "0"
+
+
+def test_budget_refusal_shows_the_decimals_typed(tmp_path) -> None:
+    # "needs epsilon=0.09999999999999999": the double just below 0.1 that the release
+    # runs at, where the user typed 0.1
+    p = tmp_path / "t.csv"
+    p.write_text("x\n1\n2\n")
+    ledger = tmp_path / "l.db"
+    assert cli("ledger", "init", ledger, "--epsilon", "0.05").returncode == 0
+    r = cli("release", p, "--column", "x", "--statistic", "count", "--epsilon", "0.1",
+            "--ledger", ledger)
+    assert r.returncode == 3
+    assert "needs epsilon=0.1 but only epsilon=0.05 remains" in r.stderr, r.stderr

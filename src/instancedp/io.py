@@ -908,7 +908,9 @@ class AnalystQuery:
         except duckdb.Error as exc:
             raise SchemaError(f"SQL error: {' '.join(str(exc).split())}") from None
         kind = str(inner[0][1]).upper() if inner else "DOUBLE"
-        if not _numeric_sql_type(kind):
+        declared_text = (kind == "VARCHAR" and isinstance(source, (str, Path))
+                         and _reader(Path(source)) in _DECLARED_TYPES)
+        if not _numeric_sql_type(kind) or declared_text:  # a Parquet text column: declared
             raise SchemaError(
                 f"the selected expression has type {kind}, which is not numeric: select a "
                 "number (text columns of a CSV are cast to numbers by the public policy)"
