@@ -180,3 +180,24 @@ def test_budget_refusal_shows_the_decimals_typed(tmp_path) -> None:
             "--ledger", ledger)
     assert r.returncode == 3
     assert "needs epsilon=0.1 but only epsilon=0.05 remains" in r.stderr, r.stderr
+
+
+def test_sum_bounds_whose_rounding_slack_overflows_name_the_bounds(tmp_path) -> None:
+    # bounds (0, 1e308) passed the width check, then failed deep in the Laplace
+    # mechanism with "query global sensitivity must be finite … got inf" (no parameter)
+    import sys
+
+    from instancedp.errors import ParameterError
+    from instancedp.mechanisms import LaplaceMechanism
+    from instancedp.queries import Sum
+
+    with pytest.raises(ParameterError, match="at most 4.19e") as err:
+        LaplaceMechanism(Sum(0.0, 1e308), 1.0)
+    assert err.value.parameter == "bounds"
+    most = sys.float_info.max / Sum.MAX_ROWS
+    assert LaplaceMechanism(Sum(-most, most), 1.0).sensitivity < float("inf")
+    p = tmp_path / "t.csv"
+    p.write_text("x\n1\n2\n")
+    r = cli("release", p, "--column", "x", "--statistic", "mean", "--epsilon", "1",
+            "--bounds", "0", "1e308", "--owner")
+    assert r.returncode == 2 and r.stderr.startswith("error: --bounds: bounds (0.0, 1e+308)")
