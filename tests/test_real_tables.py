@@ -201,3 +201,16 @@ def test_sum_bounds_whose_rounding_slack_overflows_name_the_bounds(tmp_path) -> 
     r = cli("release", p, "--column", "x", "--statistic", "mean", "--epsilon", "1",
             "--bounds", "0", "1e308", "--owner")
     assert r.returncode == 2 and r.stderr.startswith("error: --bounds: bounds (0.0, 1e+308)")
+
+
+def test_csv_column_with_inf_as_pandas_writes_it_is_numeric(tmp_path) -> None:
+    # pandas writes ±inf as "inf"/"-inf"; DuckDB's sniffer then types the column as
+    # text and the owner read "column 'x' is not numeric (type string)"
+    p = tmp_path / "t.csv"
+    p.write_text("x,name\n1.5,a\ninf,b\n-inf,c\n2.5,d\n")
+    r = cli("release", p, "--column", "x", "--statistic", "mean", "--bounds", "0", "5",
+            "--epsilon", "1", "--owner")
+    assert r.returncode == 2 and "non-finite value(s) (NaN/inf)" in r.stderr, r.stderr
+    r = cli("release", p, "--column", "name", "--statistic", "mean", "--bounds", "0", "5",
+            "--epsilon", "1", "--owner", "--drop-missing")
+    assert r.returncode == 2 and "is not numeric (type string)" in r.stderr, r.stderr

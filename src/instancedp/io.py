@@ -219,9 +219,24 @@ def _read_file(path: str | Path, column: str | None) -> Any:
         names = list(_run_sql(con, f"SELECT * FROM {rel} LIMIT 0", what=str(p)).column_names)
         col = _pick_column(names, column, f"file {p.name}")
         table = _run_sql(con, f"SELECT {_quote_ident(col)} FROM {rel}", what=str(p))
-        return table.column(0), col
+        return _csv_text_as_numbers(table.column(0)) if rel.startswith("read_csv") else \
+            table.column(0), col
 
     return _latin1_fallback(read)
+
+
+def _csv_text_as_numbers(arr: Any) -> Any:
+    """A CSV column DuckDB's sniffer left as text because of ``inf``, ``-inf`` or ``nan``
+    (as pandas writes them) as doubles; any other text stays text (refused as not numeric)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return arr
+    try:
+        return pc.cast(arr, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return arr
 
 
 def _pick_column(names: Sequence[str], column: str | None, where: str) -> str:
