@@ -214,3 +214,14 @@ def test_csv_column_with_inf_as_pandas_writes_it_is_numeric(tmp_path) -> None:
     r = cli("release", p, "--column", "name", "--statistic", "mean", "--bounds", "0", "5",
             "--epsilon", "1", "--owner", "--drop-missing")
     assert r.returncode == 2 and "is not numeric (type string)" in r.stderr, r.stderr
+
+
+def test_describe_table_folds_instead_of_cutting(tmp_path) -> None:
+    # at 100 columns the table printed "bill_len…" and "[-0.5869…": names and error
+    # bars cut off
+    p = tmp_path / "t.csv"
+    p.write_text("a_rather_long_column_name\n" + "\n".join(str(i) for i in range(20)) + "\n")
+    r = cli("describe", p, "--epsilon", "1", "--owner", "--seed", "1",
+            "--bounds", "a_rather_long_column_name=-1000000:1000000")
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout

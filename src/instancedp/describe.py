@@ -705,9 +705,10 @@ def print_table(result: DescribeResult, title: str | None = None) -> None:
 
     p = result.parameters
     table = Table(title=title or f"private describe: {result.guarantee.describe()}")
-    table.add_column("column", style="bold")
+    # fold, never cut: a narrow terminal truncated names and error bars to "bill_len…"
+    table.add_column("column", style="bold", overflow="fold")
     for s in STATISTICS:
-        table.add_column(s, justify="right")
+        table.add_column(s, justify="right", overflow="fold")
     for r in result.rows:
         cells = [escape(r["column"]), str(r["count"])] + [_fmt(r[s]) for s in STATISTICS[1:]]
         table.add_row(*cells)
