@@ -225,3 +225,23 @@ def test_describe_table_folds_instead_of_cutting(tmp_path) -> None:
             "--bounds", "a_rather_long_column_name=-1000000:1000000")
     assert r.returncode == 0, r.stderr
     assert "…" not in r.stdout
+
+
+def test_analyst_mode_reads_a_gzipped_csv_header(tmp_path) -> None:
+    # the header was read as raw bytes: "unknown column 'x' … the columns are \x1f\x8b…"
+    import gzip
+
+    p = tmp_path / "t.csv.gz"
+    with gzip.open(p, "wt") as fh:
+        fh.write("x,y\n1,2\n3,4\n")
+    ledger = tmp_path / "l.db"
+    assert cli("ledger", "init", ledger, "--epsilon", "1").returncode == 0
+    r = cli("release", p, "--column", "x", "--statistic", "mean", "--bounds", "0", "5",
+            "--epsilon", "0.5", "--ledger", ledger, "--seed", "1")
+    assert r.returncode == 0, r.stderr
+    z = tmp_path / "t.csv.zst"
+    z.write_bytes(b"\x28\xb5\x2f\xfd")
+    r = cli("release", z, "--column", "x", "--statistic", "mean", "--bounds", "0", "5",
+            "--epsilon", "0.5", "--ledger", ledger)
+    assert r.returncode == 2 and "decompress the file" in r.stderr, r.stderr
+    assert _spent(ledger) == "0.5"

@@ -960,8 +960,19 @@ class AnalystQuery:
     def _csv_header(p: Path, delim: str) -> list[str]:
         """The header line's names (public: the file's schema, not its rows)."""
         import csv
+        import gzip
 
-        with open(p, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        from .errors import SchemaError
+
+        name = p.name.lower()
+        if name.endswith(".zst"):
+            raise SchemaError(
+                f"{p.name}: analyst mode reads the header of plain or gzip-compressed CSV/TSV "
+                "only: decompress the file or convert it to Parquet"
+            )
+        # a .gz file's first line is its compressed bytes: read the header through gzip
+        opener: Any = gzip.open if name.endswith(".gz") else open
+        with opener(p, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
             first = fh.readline()
         if not first.strip():
             from .errors import SchemaError
