@@ -245,3 +245,23 @@ def test_analyst_mode_reads_a_gzipped_csv_header(tmp_path) -> None:
             "--epsilon", "0.5", "--ledger", ledger)
     assert r.returncode == 2 and "decompress the file" in r.stderr, r.stderr
     assert _spent(ledger) == "0.5"
+
+
+def test_flags_are_named_in_messages(tmp_path) -> None:
+    # "quantile must be in (0, 1)", "split must sum to 1", "by='x' is not a column"
+    # named no flag; "--statistic p90" (the per-group spelling) only listed statistics
+    p = tmp_path / "t.csv"
+    p.write_text("g,x\na,1\nb,2\n")
+    (tmp_path / "k.txt").write_text("a\nb\n")
+    base = ("release", p, "--column", "x", "--epsilon", "1", "--owner", "--bounds", "0", "5")
+    by = ("--by", "g", "--keys", tmp_path / "k.txt")
+    for extra, start in (
+        (("--statistic", "quantile", "--quantile", "1.5"), "error: --quantile: "),
+        (("--statistic", "median,count", *by, "--split", "0.5,0.6"), "error: --split: "),
+        (("--statistic", "count", "--by", "nosuch", "--keys", tmp_path / "k.txt"),
+         "error: --by: "),
+        (("--statistic", "p90"), "error: --statistic p90 is the per-group spelling"),
+    ):
+        r = cli(*base, *extra)
+        assert r.returncode == 2 and r.stderr.startswith(start), (extra, r.stderr)
+    assert "--statistic quantile --quantile 0.9" in r.stderr

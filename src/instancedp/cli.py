@@ -776,6 +776,15 @@ def _check_statistic(statistic: str, command: str) -> None:
             f"statistic {statistic!r} is computed by `instancedp {right}`, not `{command}`: "
             f"use instancedp {right} ... --statistic {st}"
         )
+    import re
+
+    pct = re.fullmatch(r"p(\d+(?:\.\d+)?)", st) if command == "release" else None
+    if pct and 0 < float(pct.group(1)) < 100:  # the group-by spelling, outside --by
+        level = f"{float(pct.group(1)) / 100:g}"
+        raise CLIError(
+            f"--statistic {statistic} is the per-group spelling (with --by): for one release "
+            f"use --statistic quantile --quantile {level}"
+        )
     raise CLIError(
         f"--statistic must be one of {', '.join(mine)}; got {statistic!r}"
         + did_you_mean(st, mine)
@@ -1514,6 +1523,11 @@ PARAMETER_FLAGS: dict[str, str] = {
     "budget": "--budget-epsilon",
     "vertices": "--vertices",
     "neighbours": "--neighbours",
+    "by": "--by",
+    "keys": "--keys",
+    "split": "--split",
+    "id_column": "--id-column",
+    "max_groups": "--max-groups",
     "data": "FILE",
 }
 
