@@ -121,7 +121,8 @@ def test_group_table_title_and_remaining_line(tmp_path) -> None:
             "--seed", "1")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0].strip() == "count by g"
-    assert f"remaining epsilon=0.5 of epsilon=1 (ledger {ledger}" in " ".join(r.stdout.split())
+    line = f"remaining   epsilon=0.5 of epsilon=1 (ledger {ledger}, dataset 'default')\n"
+    assert line in r.stdout
 
 
 def test_boolean_and_nullable_integer_keys_match_on_every_input(tmp_path) -> None:

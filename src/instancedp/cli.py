@@ -699,13 +699,14 @@ def _release_groups(
     console = Console(width=100 if not sys.stdout.isatty() else None)
     console.print(title, soft_wrap=True)  # a table's own title wraps at its width
     console.print(grid)
-    console.print(f"guarantee   {rel.guarantee.describe()}  (one charge for all groups)")
-    console.print(f"keys        {rel.parameters['keys']}; {rel.parameters['contributions']}")
+    # the lines under the table as a single release prints them: never wrapped mid-line
+    print(f"guarantee   {rel.guarantee.describe()}  (one charge for all groups)")
+    print(f"keys        {rel.parameters['keys']}; {rel.parameters['contributions']}")
     if remaining is not None:
-        console.print(f"remaining   {remaining.describe(ROUND_FLOOR)} of {total.describe()} "
-                      f"(ledger {_ledger_label(ledger)}, dataset '{dataset_id}')")
-    console.print("secure      " + ("true" if rel.secure else
-                                    "false  <-- SEEDED SIMULATION, NOT A PRIVATE RELEASE"))
+        print(f"remaining   {remaining.describe(ROUND_FLOOR)} of {total.describe()} "
+              f"(ledger {_ledger_label(ledger)}, dataset '{dataset_id}')")
+    print("secure      " + ("true" if rel.secure else
+                            "false  <-- SEEDED SIMULATION, NOT A PRIVATE RELEASE"))
 
 
 def _where(
