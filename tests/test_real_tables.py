@@ -266,3 +266,32 @@ def test_flags_are_named_in_messages(tmp_path) -> None:
         r = cli(*base, *extra)
         assert r.returncode == 2 and r.stderr.startswith(start), (extra, r.stderr)
     assert "--statistic quantile --quantile 0.9" in r.stderr
+
+
+def test_analyst_frames_refuse_declared_text_before_the_charge(tmp_path) -> None:
+    # a pandas str / polars String / Arrow string column was charged, then released as
+    # an empty selection; a categorical's refusal listed its categories (row values)
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    from instancedp import Session
+    from instancedp.errors import SchemaError
+
+    ledger = tmp_path / "l.db"
+    assert cli("ledger", "init", ledger, "--epsilon", "1").returncode == 0
+    df = pd.DataFrame({"name": pd.array(["rare_person", "b", "c"], dtype="string"),
+                       "x": [1.0, 2.0, 3.0]})
+    frames = (df, df.astype({"name": "category"}), pl.from_pandas(df), pa.Table.from_pandas(df))
+    for frame in frames:
+        s = Session(frame, analyst=True, ledger=str(ledger))
+        with pytest.raises(SchemaError, match="is not numeric") as err:
+            s.release_statistic("median", "name", epsilon=0.1, bounds=(0, 1))
+        assert "rare_person" not in str(err.value).lower()
+    s = Session(df.astype({"name": object}), analyst=True, ledger=str(ledger))
+    s.release_statistic("median", "x", epsilon=0.1, bounds=(0, 5))  # numbers still release
+    from decimal import Decimal
+
+    from instancedp import _validate
+
+    assert Decimal(_spent(ledger)) == Decimal(_validate.at_most_decimal(0.1))  # one charge

@@ -289,6 +289,34 @@ def read_sql(
     return _arrow_to_float(table.column(col), col, drop_missing)
 
 
+def _declared_string(frame: Any, column: str) -> bool:
+    """Whether a frame's column is declared text by its dtype (pandas ``str``/``string``,
+    polars ``String``/``Categorical``, Arrow string): public, unlike a pandas ``object``
+    column, whose DuckDB type is inferred from its values."""
+    root = type(frame).__module__.split(".")[0]
+    try:
+        if root == "pandas" and hasattr(frame, "columns"):
+            import pandas as pd
+
+            dtype = frame[column].dtype
+            return isinstance(dtype, pd.StringDtype) or (
+                isinstance(dtype, pd.CategoricalDtype)
+                and isinstance(dtype.categories.dtype, pd.StringDtype))
+        if root == "polars" and hasattr(frame, "schema"):
+            import polars as pl
+
+            return frame.schema[column] in (pl.String, pl.Categorical, pl.Enum)
+        if root == "pyarrow" and hasattr(frame, "schema"):
+            import pyarrow as pa
+
+            t = frame.schema.field(column).type
+            t = t.value_type if pa.types.is_dictionary(t) else t
+            return pa.types.is_string(t) or pa.types.is_large_string(t)
+    except (KeyError, TypeError, AttributeError):
+        return False
+    return False
+
+
 def _sql_table(obj: Any) -> Any:
     """What DuckDB can register: mappings of columns become Arrow tables, and a
     plain sequence or 1-D array the one-column table ``data(value)``."""
@@ -923,12 +951,17 @@ class AnalystQuery:
         except duckdb.Error as exc:
             raise SchemaError(f"SQL error: {' '.join(str(exc).split())}") from None
         kind = str(inner[0][1]).upper() if inner else "DOUBLE"
-        declared_text = (kind == "VARCHAR" and isinstance(source, (str, Path))
-                         and _reader(Path(source)) in _DECLARED_TYPES)
-        if not _numeric_sql_type(kind) or declared_text:  # a Parquet text column: declared
+        declared_text = kind == "VARCHAR" and (
+            (isinstance(source, (str, Path)) and _reader(Path(source)) in _DECLARED_TYPES)
+            or (column is not None and _declared_string(source, column))
+        )
+        if not _numeric_sql_type(kind) or declared_text:  # a declared text column
+            # the type's name only: an ENUM's or a STRUCT's parameters list values
+            # (a pandas categorical's categories come from its rows)
             raise SchemaError(
-                f"the selected expression has type {kind}, which is not numeric: select a "
-                "number (text columns of a CSV are cast to numbers by the public policy)"
+                f"the selected expression has type {kind.split('(')[0]}, which is not numeric: "
+                "select a number (text columns of a CSV are cast to numbers by the public "
+                "policy)"
             )
 
     @classmethod
