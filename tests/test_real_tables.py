@@ -295,3 +295,15 @@ def test_analyst_frames_refuse_declared_text_before_the_charge(tmp_path) -> None
     from instancedp import _validate
 
     assert Decimal(_spent(ledger)) == Decimal(_validate.at_most_decimal(0.1))  # one charge
+
+
+def test_group_table_says_when_no_key_was_selected(tmp_path) -> None:
+    # one row per key (a date column): the selection keeps none and the table was
+    # printed empty, with no word on why
+    p = tmp_path / "t.csv"
+    p.write_text("d,x\n" + "\n".join(f"2020-01-{i:02d},{i}" for i in range(1, 6)) + "\n")
+    r = cli("release", p, "--column", "x", "--statistic", "count", "--by", "d",
+            "--epsilon", "1", "--delta", "1e-6", "--owner", "--seed", "2")
+    assert r.returncode == 0, r.stderr
+    # T = 1 + 2·ln(1/(2·1e-6)) ≈ 27 against a count of 1: P(a key passes) < 1e-5 each
+    assert "groups      none: no key passed the private partition selection" in r.stdout

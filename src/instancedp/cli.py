@@ -699,6 +699,11 @@ def _release_groups(
     console = Console(width=100 if not sys.stdout.isatty() else None)
     console.print(title, soft_wrap=True)  # a table's own title wraps at its width
     console.print(grid)
+    if not grid.row_count:
+        print("groups      none: no key passed the private partition selection (a key needs "
+              "enough rows to be released; --keys FILE answers public keys, empty ones too)"
+              if rel.parameters["keys"] != "public" else "groups      none: the keys file "
+              "lists no key")
     # the lines under the table as a single release prints them: never wrapped mid-line
     print(f"guarantee   {rel.guarantee.describe()}  (one charge for all groups)")
     print(f"keys        {rel.parameters['keys']}; {rel.parameters['contributions']}")
