@@ -307,3 +307,21 @@ def test_group_table_says_when_no_key_was_selected(tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     # T = 1 + 2·ln(1/(2·1e-6)) ≈ 27 against a count of 1: P(a key passes) < 1e-5 each
     assert "groups      none: no key passed the private partition selection" in r.stdout
+
+
+def test_python_api_shapes_of_bounds_and_keys() -> None:
+    # bounds=(0, 1, 2) read "bounds() takes 2 positional arguments but 3 were given";
+    # keys="Adelie" was iterated as characters: "keys lists 'e' twice"
+    import pandas as pd
+
+    from instancedp import PureDP, Session
+    from instancedp.errors import ParameterError
+
+    s = Session(pd.DataFrame({"g": ["a", "b"], "x": [1.0, 2.0]}), PureDP(5))
+    with pytest.raises(ParameterError, match=r"bounds must be a pair \(lo, hi\)") as err:
+        s.release_statistic("mean", "x", epsilon=1, bounds=(0, 1, 2))
+    assert err.value.parameter == "bounds"
+    with pytest.raises(ParameterError, match=r"pass keys=\['a'\]") as err:
+        s.release_statistic("mean", "x", epsilon=1, bounds=(0, 5), by="g", keys="a")
+    assert err.value.parameter == "keys"
+    assert s.spent.describe() == "epsilon=0"

@@ -692,6 +692,10 @@ def plan(
         raise ParameterError(f"max_groups must be an integer >= 1, got {max_groups!r}",
                              parameter="max_groups", allowed="integer >= 1")
     stats = parse_statistics(statistic)
+    if isinstance(keys, (str, bytes)):  # a string iterates as its characters
+        raise ParameterError(
+            f"keys must be a list of keys, got the string {keys!r}: pass keys=[{keys!r}]",
+            parameter="keys", allowed="a list of public keys")
     select = keys is None
     d = None if delta in (None, 0, 0.0) else float(delta)
     if d is not None and not 0.0 < d < 1.0:
