@@ -325,3 +325,13 @@ def test_python_api_shapes_of_bounds_and_keys() -> None:
         s.release_statistic("mean", "x", epsilon=1, bounds=(0, 5), by="g", keys="a")
     assert err.value.parameter == "keys"
     assert s.spent.describe() == "epsilon=0"
+
+
+def test_json_group_keys_stay_text(tmp_path) -> None:
+    # JSON types are inferred from the rows: only Parquet keeps its key type, so one
+    # row cannot turn every key of a JSON file from text into booleans
+    from instancedp.groupby import _file_select
+
+    for name, native in (("t.json", False), ("t.csv", False), ("t.parquet", True)):
+        sql = _file_select(tmp_path / name, "g", "x", "p")
+        assert ('"g" AS k' in sql) is native and ('"p" AS p' in sql) is native, sql

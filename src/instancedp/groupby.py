@@ -453,8 +453,8 @@ def _value_sql(path: Path, column: str) -> str:
 def _file_select(path: Path, by: str, column: str | None, person: str | None) -> str:
     """SELECT k (the key as text), v (the value as DOUBLE), p (the person as text).
 
-    Inferred CSV types are a function of the rows, so there the key and id
-    columns are read as text; other files keep their declared types.  The
+    Inferred CSV and JSON types are a function of the rows, so there the key
+    and id columns are read as text; Parquet keeps its declared types.  The
     value column is cast to DOUBLE (text that is not a number becomes NULL,
     i.e. missing) — a public policy, whatever the rows."""
     from . import io as _io
@@ -467,12 +467,14 @@ def _file_select(path: Path, by: str, column: str | None, person: str | None) ->
         rel = rel[:-1] + f", types={{{types}}})"
     q = _io._quote_ident
     # a declared type (Parquet) is kept: keys then match as they do in memory (a boolean
-    # key is True, not DuckDB's text 'true'); a CSV's are text
-    cols = [f"CAST({q(by)} AS VARCHAR) AS k" if csv else f"{q(by)} AS k"]
+    # key is True, not DuckDB's text 'true'); types inferred from the rows (CSV, JSON)
+    # would make every row's match depend on the others: those keys are text
+    declared = _io._reader(path) in _io._DECLARED_TYPES
+    cols = [f"{q(by)} AS k" if declared else f"CAST({q(by)} AS VARCHAR) AS k"]
     if column is not None:
         cols.append(f"{_value_sql(path, column)} AS v")
     if person is not None:
-        cols.append(f"CAST({q(person)} AS VARCHAR) AS p" if csv else f"{q(person)} AS p")
+        cols.append(f"{q(person)} AS p" if declared else f"CAST({q(person)} AS VARCHAR) AS p")
     return f"SELECT {', '.join(cols)} FROM {rel}"
 
 
