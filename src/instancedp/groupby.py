@@ -460,10 +460,9 @@ def _file_select(path: Path, by: str, column: str | None, person: str | None) ->
     from . import io as _io
 
     rel = _io._file_relation(path)
-    csv = _io._reader(path) == "read_csv_auto"
-    if csv:
-        declared = [c for c in (by, column, person) if c is not None]
-        types = ", ".join(f"{_io._sql_literal(c)}: 'VARCHAR'" for c in declared)
+    if _io._reader(path) == "read_csv_auto":
+        named = [c for c in (by, column, person) if c is not None]
+        types = ", ".join(f"{_io._sql_literal(c)}: 'VARCHAR'" for c in named)
         rel = rel[:-1] + f", types={{{types}}})"
     q = _io._quote_ident
     # a declared type (Parquet) is kept: keys then match as they do in memory (a boolean
