@@ -335,3 +335,15 @@ def test_json_group_keys_stay_text(tmp_path) -> None:
     for name, native in (("t.json", False), ("t.csv", False), ("t.parquet", True)):
         sql = _file_select(tmp_path / name, "g", "x", "p")
         assert ('"g" AS k' in sql) is native and ('"p" AS p' in sql) is native, sql
+
+
+def test_analyst_mode_names_a_semicolon_separated_header(tmp_path) -> None:
+    # "unknown column 'value' in the data: the columns are name;value"
+    p = tmp_path / "t.csv"
+    p.write_text("name;value\na;1,5\nb;2,5\n")
+    ledger = tmp_path / "l.db"
+    assert cli("ledger", "init", ledger, "--epsilon", "1").returncode == 0
+    r = cli("release", p, "--column", "value", "--statistic", "mean", "--bounds", "0", "5",
+            "--epsilon", "0.5", "--ledger", ledger)
+    assert r.returncode == 2 and "separated by ';'" in r.stderr, r.stderr
+    assert _spent(ledger) == "0"

@@ -1015,6 +1015,14 @@ class AnalystQuery:
                 "names on the first line"
             )
         names = [n.strip() for n in next(csv.reader([first], delimiter=delim))]
+        other = [d for d in ";|\t," if d != delim and d in names[0]]
+        if len(names) == 1 and other:  # e.g. a European export separated by ';'
+            shown = "tab" if other[0] == "\t" else repr(other[0])
+            raise SchemaError(
+                f"{p.name}: the header line is one column {names[0]!r}, separated by {shown}: "
+                "analyst mode reads comma-separated .csv and tab-separated .tsv files; "
+                "convert the file (or to Parquet)"
+            )
         dup = sorted({n for n in names if names.count(n) > 1 or not n})
         if dup:
             from .errors import SchemaError
