@@ -347,3 +347,21 @@ def test_analyst_mode_names_a_semicolon_separated_header(tmp_path) -> None:
             "--epsilon", "0.5", "--ledger", ledger)
     assert r.returncode == 2 and "separated by ';'" in r.stderr, r.stderr
     assert _spent(ledger) == "0"
+
+
+def test_group_release_on_a_polars_lazyframe() -> None:
+    # single releases collected a LazyFrame; by= failed with "'LazyFrame' object has no
+    # attribute 'get_column'"
+    import polars as pl
+
+    from instancedp import PureDP, Session
+    from instancedp.random import simulation
+
+    df = pl.DataFrame({"g": ["a", "a", "b"], "x": [1.0, 2.0, 3.0]})
+    got = []
+    for data in (df, df.lazy()):
+        s = Session(data, PureDP(5))
+        r = s.release_statistic("mean", "x", by="g", keys=["a", "b"], epsilon=1, bounds=(0, 5),
+                                rng=simulation(4))
+        got.append(r.to_pandas().to_dict("list"))
+    assert got[0] == got[1]

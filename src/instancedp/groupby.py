@@ -380,6 +380,8 @@ def _columns_in_memory(data: Any, by: str, column: str | None,
                        person: str | None) -> tuple[np.ndarray, np.ndarray | None, Any]:
     """(keys, values, ids) as numpy arrays from a DataFrame, Arrow table or dict."""
     kind = _frame_kind(data)
+    if kind == "polars" and not hasattr(data, "get_column"):  # a LazyFrame, as io reads it
+        data = data.collect()
     if kind == "polars":
         names = list(data.columns)
         get = lambda c: data.get_column(c).to_numpy()  # noqa: E731
