@@ -365,3 +365,24 @@ def test_group_release_on_a_polars_lazyframe() -> None:
                                 rng=simulation(4))
         got.append(r.to_pandas().to_dict("list"))
     assert got[0] == got[1]
+
+
+def test_pandas_frame_with_integer_column_names() -> None:
+    # pd.DataFrame(array) names its columns 0, 1, …: column=0 failed with
+    # "'int' object has no attribute 'strip'", and by= could not find column "0"
+    import numpy as np
+    import pandas as pd
+
+    from instancedp import PureDP, Session
+    from instancedp.random import simulation
+
+    df = pd.DataFrame(np.linspace(0, 1, 20).reshape(10, 2))
+    df["g"] = ["a", "b"] * 5
+    s = Session(df, PureDP(10))
+    one = [s.release_statistic("mean", c, epsilon=1, bounds=(0, 1), rng=simulation(1)).value
+           for c in (0, "0")]
+    assert one[0] == one[1]
+    groups = [s.release_statistic("mean", c, by="g", keys=["a"], epsilon=1, bounds=(0, 1),
+                                  rng=simulation(1)).to_pandas()["mean"].tolist()
+              for c in (0, "0")]
+    assert groups[0] == groups[1]

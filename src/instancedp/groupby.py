@@ -385,9 +385,10 @@ def _columns_in_memory(data: Any, by: str, column: str | None,
     if kind == "polars":
         names = list(data.columns)
         get = lambda c: data.get_column(c).to_numpy()  # noqa: E731
-    elif kind == "pandas":
-        names = list(data.columns)
-        get = lambda c: _pandas_column(data[c])  # noqa: E731
+    elif kind == "pandas":  # names as text, as single releases read them (0 → "0")
+        by_name = {str(c): c for c in data.columns}
+        names = list(by_name)
+        get = lambda c: _pandas_column(data[by_name[str(c)]])  # noqa: E731
     elif hasattr(data, "column_names"):  # pyarrow.Table
         names = list(data.column_names)
         get = lambda c: data.column(c).to_numpy(zero_copy_only=False)  # noqa: E731
@@ -399,6 +400,8 @@ def _columns_in_memory(data: Any, by: str, column: str | None,
             "by= needs a table: a file, a pandas/polars DataFrame, an Arrow table or a dict "
             "of columns", parameter="data",
         )
+    if kind == "pandas":
+        by, column, person = (None if c is None else str(c) for c in (by, column, person))
     for name, what in ((by, "by"), (column, "column"), (person, "id_column")):
         if name is not None and name not in names:
             raise ParameterError(

@@ -240,6 +240,8 @@ def _csv_text_as_numbers(arr: Any) -> Any:
 
 
 def _pick_column(names: Sequence[str], column: str | None, where: str) -> str:
+    if column is not None and not isinstance(column, str):  # a frame's 0 is its column "0"
+        column = str(column)
     if column is None:
         if len(names) == 1:
             return names[0]
