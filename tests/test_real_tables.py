@@ -262,9 +262,16 @@ def test_flags_are_named_in_messages(tmp_path) -> None:
         (("--statistic", "count", "--by", "nosuch", "--keys", tmp_path / "k.txt"),
          "error: --by: "),
         (("--statistic", "p90"), "error: --statistic p90 is the per-group spelling"),
+        (("--statistic", "median", "--mechanism", "smooth", "--gamma", "5"),
+         "error: gamma must be in (0, 1)"),
     ):
         r = cli(*base, *extra)
         assert r.returncode == 2 and r.stderr.startswith(start), (extra, r.stderr)
+        assert "gamma=None" not in r.stderr and "ptr_bound" not in r.stderr
+    assert "no --gamma for the default rule" in r.stderr
+    r = cli(*base, "--statistic", "median", "--mechanism", "ptr", "--delta", "1e-6")
+    assert r.returncode == 2 and "pass --ptr-bound B" in r.stderr, r.stderr
+    r = cli(*base, "--statistic", "p90")
     assert "--statistic quantile --quantile 0.9" in r.stderr
 
 

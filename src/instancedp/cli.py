@@ -1500,6 +1500,8 @@ PYTHON_TO_FLAG: tuple[tuple[str, str], ...] = (
     ("quantiles=[q1, ..., qm]", "--quantiles Q1 ... QM"),
     ("delta=d", "--delta D"),
     ("ptr_bound=b", "--ptr-bound B"),
+    ("ptr_bound=B", "--ptr-bound B"),
+    ("gamma=None for the default rule", "no --gamma for the default rule"),
     ("the sql query", "--sql"),
     ("an sql query", "--sql"),
     ("the data source", "FILE"),
