@@ -77,12 +77,14 @@ def nonnegative(value: Any, name: str) -> float:
 
 def in_open_interval(value: Any, name: str, low: float, high: float) -> float:
     """A number strictly between ``low`` and ``high``."""
+    where = {"parameter": name, "allowed": f"({low:g}, {high:g})"}
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be in ({low:g}, {high:g}), got {value!r}") from None
+        raise ParameterError(f"{name} must be in ({low:g}, {high:g}), got {value!r}",
+                             **where) from None
     if not (math.isfinite(v) and low < v < high):
-        raise ParameterError(f"{name} must be in ({low:g}, {high:g}), got {value!r}")
+        raise ParameterError(f"{name} must be in ({low:g}, {high:g}), got {value!r}", **where)
     return v
 
 

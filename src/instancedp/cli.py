@@ -12,6 +12,7 @@ import math
 import os
 import sys
 import time
+from decimal import ROUND_FLOOR
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -158,6 +159,14 @@ MECHANISM_IN_WORDS: dict[str, str] = {
     "recursive_quantiles": "recursive approximate quantiles (Kaplan, Schnapp and Stemmer 2022)",
     "independent_quantiles": "m exponential-mechanism quantiles at ε/m each",
     "unbounded_quantiles": "m bound-free quantiles at ε/m each (Durfee 2023)",
+    "unbounded_quantile": "bound-free quantile: an above-threshold scan places a bracket, "
+    "the exponential mechanism draws inside it (Durfee 2023)",
+    "candidate_quantile": "quantile on a public candidate grid, permute-and-flip "
+    "(McKenna and Sheldon 2020)",
+    "tie_adaptive_quantile": "tie-adaptive quantile: a private tie count picks smooth "
+    "sensitivity or the exponential mechanism",
+    "inverse_sensitivity": "inverse sensitivity mechanism (Asi and Duchi 2020)",
+    "private_ratio": "private ratio a/b",
     "ratio_ksw": "private ratio a/b (Kulesza, Suresh and Wang 2024, Alg. 3)",
     "ratio_naive": "private ratio: noisy a ÷ noisy b",
     "ratio_bounded_ls": "private ratio with privately bounded local sensitivity",
@@ -241,7 +250,11 @@ def summary_lines(release: Any, chosen: dict[str, Any] | None = None) -> list[tu
     rel = params.get("neighbours", qp.get("neighbours", chosen.get("neighbours")))
     if rel is not None:
         lines.append(("neighbours", NEIGHBOURS_IN_WORDS.get(str(rel), str(rel))))
-    lines.append(("mechanism", mechanism_in_words(str(release.mechanism))))
+    mechanism = mechanism_in_words(str(release.mechanism))
+    if release.mechanism == "private_ratio" and "method" in params:
+        words = MECHANISM_IN_WORDS.get(f"ratio_{params['method']}")
+        mechanism = f"{words} [private_ratio, method {params['method']}]" if words else mechanism
+    lines.append(("mechanism", mechanism))
     if "noise" in params:
         shape = f"{params['noise']} noise"
         if "gamma" in params:
@@ -329,7 +342,7 @@ def _release_and_print(
         print(f"{label:11s} {text}")
     if remaining is not None:
         print(
-            f"remaining   {remaining.describe()} of {total.describe()} "
+            f"remaining   {remaining.describe(ROUND_FLOOR)} of {total.describe()} "
             f"(ledger {_ledger_label(ledger)}, dataset '{dataset_id}')"
         )
     else:
@@ -648,8 +661,10 @@ def _release_groups(
                 **({"ci": ci} if ci is not None else {}),
             )
         remaining = session.remaining if ledger is not None else None
+        total = session.budget if ledger is not None else None
     if not rel.secure:
         _warn_seeded()
+    title = f"{', '.join(rel.values)}{f' of {column}' if column is not None else ''} by {by}"
     left = {"remaining": remaining.as_dict() if remaining is not None else None}
     if output is not None:
         if output.suffix.lower() == ".csv":
@@ -657,7 +672,7 @@ def _release_groups(
         else:
             output.write_text("\n".join(rel.json_lines(left)) + "\n", encoding="utf-8")
     if plot is not None:
-        rel.plot(plot, title=f"{', '.join(rel.values)} of {column} by {by}")
+        rel.plot(plot, title=title)
     for path in (output, plot):
         if path is not None:
             print(f"wrote {path}", file=sys.stderr)
@@ -672,7 +687,7 @@ def _release_groups(
     from rich.console import Console
     from rich.table import Table
 
-    grid = Table(title=f"{', '.join(stats)} of {column} by {by}")
+    grid = Table()
     for name in (by, *stats):
         grid.add_column(str(name), justify="left" if name == by else "right")
     for row in rel.rows():
@@ -682,14 +697,21 @@ def _release_groups(
                                   if row.get(s + "_ci") else "")
             for s in stats))
     console = Console(width=100 if not sys.stdout.isatty() else None)
+    console.print(title, soft_wrap=True)  # a table's own title wraps at its width
     console.print(grid)
-    console.print(f"guarantee   {rel.guarantee.describe()}  (one charge for all groups)")
-    console.print(f"keys        {rel.parameters['keys']}; {rel.parameters['contributions']}")
+    if not grid.row_count:
+        print("groups      none: no key passed the private partition selection (a key needs "
+              "enough rows to be released; --keys FILE answers public keys, empty ones too)"
+              if rel.parameters["keys"] != "public" else "groups      none: the keys file "
+              "lists no key")
+    # the lines under the table as a single release prints them: never wrapped mid-line
+    print(f"guarantee   {rel.guarantee.describe()}  (one charge for all groups)")
+    print(f"keys        {rel.parameters['keys']}; {rel.parameters['contributions']}")
     if remaining is not None:
-        console.print(f"remaining   {remaining.describe()} (ledger {ledger}, dataset "
-                      f"'{dataset_id}')")
-    console.print("secure      " + ("true" if rel.secure else
-                                    "false  <-- SEEDED SIMULATION, NOT A PRIVATE RELEASE"))
+        print(f"remaining   {remaining.describe(ROUND_FLOOR)} of {total.describe()} "
+              f"(ledger {_ledger_label(ledger)}, dataset '{dataset_id}')")
+    print("secure      " + ("true" if rel.secure else
+                            "false  <-- SEEDED SIMULATION, NOT A PRIVATE RELEASE"))
 
 
 def _where(
@@ -759,6 +781,15 @@ def _check_statistic(statistic: str, command: str) -> None:
         raise CLIError(
             f"statistic {statistic!r} is computed by `instancedp {right}`, not `{command}`: "
             f"use instancedp {right} ... --statistic {st}"
+        )
+    import re
+
+    pct = re.fullmatch(r"p(\d+(?:\.\d+)?)", st) if command == "release" else None
+    if pct and 0 < float(pct.group(1)) < 100:  # the group-by spelling, outside --by
+        level = f"{float(pct.group(1)) / 100:g}"
+        raise CLIError(
+            f"--statistic {statistic} is the per-group spelling (with --by): for one release "
+            f"use --statistic quantile --quantile {level}"
         )
     raise CLIError(
         f"--statistic must be one of {', '.join(mine)}; got {statistic!r}"
@@ -849,6 +880,7 @@ def describe_command(
                 result = session.describe(epsilon, columns=cols, bounds=col_bounds, rng=rng,
                                           ci=ci or None)
             remaining = session.remaining if ledger is not None else None
+            total = session.budget if ledger is not None else None
     except ValueError:
         if fresh and Path(ledger).exists():  # type: ignore[arg-type]
             Path(ledger).unlink()  # type: ignore[arg-type]
@@ -862,8 +894,8 @@ def describe_command(
         return
     print_table(result)
     if remaining is not None:
-        print(f"remaining  {remaining.describe()} (ledger {_ledger_label(ledger)}, "
-              f"dataset '{dataset_id}')")
+        print(f"remaining  {remaining.describe(ROUND_FLOOR)} of {total.describe()} (ledger "
+              f"{_ledger_label(ledger)}, dataset '{dataset_id}')")
 
 
 @app.command("release-graph")
@@ -1468,6 +1500,8 @@ PYTHON_TO_FLAG: tuple[tuple[str, str], ...] = (
     ("quantiles=[q1, ..., qm]", "--quantiles Q1 ... QM"),
     ("delta=d", "--delta D"),
     ("ptr_bound=b", "--ptr-bound B"),
+    ("ptr_bound=B", "--ptr-bound B"),
+    ("gamma=None for the default rule", "no --gamma for the default rule"),
     ("the sql query", "--sql"),
     ("an sql query", "--sql"),
     ("the data source", "FILE"),
@@ -1497,6 +1531,11 @@ PARAMETER_FLAGS: dict[str, str] = {
     "budget": "--budget-epsilon",
     "vertices": "--vertices",
     "neighbours": "--neighbours",
+    "by": "--by",
+    "keys": "--keys",
+    "split": "--split",
+    "id_column": "--id-column",
+    "max_groups": "--max-groups",
     "data": "FILE",
 }
 

@@ -91,6 +91,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate
+from .backends.duckdb import NUMERIC_TYPES
 from .errors import DataError, ParameterError, SchemaError
 from .privacy import PureDP, compose
 
@@ -119,11 +120,8 @@ COVERS: dict[str, str] = {
 #: the bound-free grid's ratio in describe: 1% steps (the scan's length, and its
 #: secure draws, grow like log(|value|)/log(beta); 1.001 is ten times slower)
 UNBOUNDED_BETA = 1.01
-#: declared types that are numbers (DuckDB's names for Arrow/Parquet/pandas types)
-_NUMERIC = {
-    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-    "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL",
-}
+#: declared types that are numbers (one home: the DuckDB backend's)
+_NUMERIC = NUMERIC_TYPES
 
 
 def _is_csv(data: Any) -> bool:
@@ -707,9 +705,10 @@ def print_table(result: DescribeResult, title: str | None = None) -> None:
 
     p = result.parameters
     table = Table(title=title or f"private describe: {result.guarantee.describe()}")
-    table.add_column("column", style="bold")
+    # fold, never cut: a narrow terminal truncated names and error bars to "bill_len…"
+    table.add_column("column", style="bold", overflow="fold")
     for s in STATISTICS:
-        table.add_column(s, justify="right")
+        table.add_column(s, justify="right", overflow="fold")
     for r in result.rows:
         cells = [escape(r["column"]), str(r["count"])] + [_fmt(r[s]) for s in STATISTICS[1:]]
         table.add_row(*cells)

@@ -365,16 +365,30 @@ def _frame_kind(data: Any) -> str | None:
     return None
 
 
+def _pandas_column(series: Any) -> np.ndarray:
+    """A pandas column as numpy: a nullable extension type (Int64, boolean, string) as
+    its Python values with None for NA — its to_numpy() makes Int64 a float column, so
+    key 2007 read as 2007.0 and the text key '2007' matched no group."""
+    import pandas as pd
+
+    if isinstance(series.dtype, pd.api.extensions.ExtensionDtype):
+        return series.to_numpy(dtype=object, na_value=None)
+    return series.to_numpy()
+
+
 def _columns_in_memory(data: Any, by: str, column: str | None,
                        person: str | None) -> tuple[np.ndarray, np.ndarray | None, Any]:
     """(keys, values, ids) as numpy arrays from a DataFrame, Arrow table or dict."""
     kind = _frame_kind(data)
+    if kind == "polars" and not hasattr(data, "get_column"):  # a LazyFrame, as io reads it
+        data = data.collect()
     if kind == "polars":
         names = list(data.columns)
         get = lambda c: data.get_column(c).to_numpy()  # noqa: E731
-    elif kind == "pandas":
-        names = list(data.columns)
-        get = lambda c: data[c].to_numpy()  # noqa: E731
+    elif kind == "pandas":  # names as text, as single releases read them (0 → "0")
+        by_name = {str(c): c for c in data.columns}
+        names = list(by_name)
+        get = lambda c: _pandas_column(data[by_name[str(c)]])  # noqa: E731
     elif hasattr(data, "column_names"):  # pyarrow.Table
         names = list(data.column_names)
         get = lambda c: data.column(c).to_numpy(zero_copy_only=False)  # noqa: E731
@@ -386,6 +400,8 @@ def _columns_in_memory(data: Any, by: str, column: str | None,
             "by= needs a table: a file, a pandas/polars DataFrame, an Arrow table or a dict "
             "of columns", parameter="data",
         )
+    if kind == "pandas":
+        by, column, person = (None if c is None else str(c) for c in (by, column, person))
     for name, what in ((by, "by"), (column, "column"), (person, "id_column")):
         if name is not None and name not in names:
             raise ParameterError(
@@ -442,22 +458,27 @@ def _value_sql(path: Path, column: str) -> str:
 def _file_select(path: Path, by: str, column: str | None, person: str | None) -> str:
     """SELECT k (the key as text), v (the value as DOUBLE), p (the person as text).
 
-    Inferred CSV types are a function of the rows, so the key and id columns
-    are read as text and the value column cast to DOUBLE (text that is not a
-    number becomes NULL, i.e. missing) — a public policy, whatever the rows."""
+    Inferred CSV and JSON types are a function of the rows, so there the key
+    and id columns are read as text; Parquet keeps its declared types.  The
+    value column is cast to DOUBLE (text that is not a number becomes NULL,
+    i.e. missing) — a public policy, whatever the rows."""
     from . import io as _io
 
     rel = _io._file_relation(path)
     if _io._reader(path) == "read_csv_auto":
-        declared = [c for c in (by, column, person) if c is not None]
-        types = ", ".join(f"{_io._sql_literal(c)}: 'VARCHAR'" for c in declared)
+        named = [c for c in (by, column, person) if c is not None]
+        types = ", ".join(f"{_io._sql_literal(c)}: 'VARCHAR'" for c in named)
         rel = rel[:-1] + f", types={{{types}}})"
     q = _io._quote_ident
-    cols = [f"CAST({q(by)} AS VARCHAR) AS k"]
+    # a declared type (Parquet) is kept: keys then match as they do in memory (a boolean
+    # key is True, not DuckDB's text 'true'); types inferred from the rows (CSV, JSON)
+    # would make every row's match depend on the others: those keys are text
+    declared = _io._reader(path) in _io._DECLARED_TYPES
+    cols = [f"{q(by)} AS k" if declared else f"CAST({q(by)} AS VARCHAR) AS k"]
     if column is not None:
         cols.append(f"{_value_sql(path, column)} AS v")
     if person is not None:
-        cols.append(f"CAST({q(person)} AS VARCHAR) AS p")
+        cols.append(f"{q(person)} AS p" if declared else f"CAST({q(person)} AS VARCHAR) AS p")
     return f"SELECT {', '.join(cols)} FROM {rel}"
 
 
@@ -489,7 +510,7 @@ def open_groups(data: Any, by: str, column: str | None, *, kind: str,
                 where: Mapping[str, Any] | None = None) -> Any:
     """The grouped primitives (:mod:`instancedp.backends.grouped`) where the data live.
 
-    Files: DuckDB over :func:`_file_select` (keys as text); SQLite,
+    Files: DuckDB over :func:`_file_select` (a CSV's keys as text); SQLite,
     PostgreSQL and Spark: their engine over the named table; an opened
     :class:`~instancedp.backends.Source`: its engine (numpy: in memory).
     Reads the schema only."""
@@ -685,6 +706,10 @@ def plan(
         raise ParameterError(f"max_groups must be an integer >= 1, got {max_groups!r}",
                              parameter="max_groups", allowed="integer >= 1")
     stats = parse_statistics(statistic)
+    if isinstance(keys, (str, bytes)):  # a string iterates as its characters
+        raise ParameterError(
+            f"keys must be a list of keys, got the string {keys!r}: pass keys=[{keys!r}]",
+            parameter="keys", allowed="a list of public keys")
     select = keys is None
     d = None if delta in (None, 0, 0.0) else float(delta)
     if d is not None and not 0.0 < d < 1.0:

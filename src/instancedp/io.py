@@ -219,12 +219,29 @@ def _read_file(path: str | Path, column: str | None) -> Any:
         names = list(_run_sql(con, f"SELECT * FROM {rel} LIMIT 0", what=str(p)).column_names)
         col = _pick_column(names, column, f"file {p.name}")
         table = _run_sql(con, f"SELECT {_quote_ident(col)} FROM {rel}", what=str(p))
-        return table.column(0), col
+        return _csv_text_as_numbers(table.column(0)) if rel.startswith("read_csv") else \
+            table.column(0), col
 
     return _latin1_fallback(read)
 
 
+def _csv_text_as_numbers(arr: Any) -> Any:
+    """A CSV column DuckDB's sniffer left as text because of ``inf``, ``-inf`` or ``nan``
+    (as pandas writes them) as doubles; any other text stays text (refused as not numeric)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return arr
+    try:
+        return pc.cast(arr, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return arr
+
+
 def _pick_column(names: Sequence[str], column: str | None, where: str) -> str:
+    if column is not None and not isinstance(column, str):  # a frame's 0 is its column "0"
+        column = str(column)
     if column is None:
         if len(names) == 1:
             return names[0]
@@ -272,6 +289,34 @@ def read_sql(
     names = list(table.column_names)
     col = _pick_column(names, column, "the SQL result")
     return _arrow_to_float(table.column(col), col, drop_missing)
+
+
+def _declared_string(frame: Any, column: str) -> bool:
+    """Whether a frame's column is declared text by its dtype (pandas ``str``/``string``,
+    polars ``String``/``Categorical``, Arrow string): public, unlike a pandas ``object``
+    column, whose DuckDB type is inferred from its values."""
+    root = type(frame).__module__.split(".")[0]
+    try:
+        if root == "pandas" and hasattr(frame, "columns"):
+            import pandas as pd
+
+            dtype = frame[column].dtype
+            return isinstance(dtype, pd.StringDtype) or (
+                isinstance(dtype, pd.CategoricalDtype)
+                and isinstance(dtype.categories.dtype, pd.StringDtype))
+        if root == "polars" and hasattr(frame, "schema"):
+            import polars as pl
+
+            return frame.schema[column] in (pl.String, pl.Categorical, pl.Enum)
+        if root == "pyarrow" and hasattr(frame, "schema"):
+            import pyarrow as pa
+
+            t = frame.schema.field(column).type
+            t = t.value_type if pa.types.is_dictionary(t) else t
+            return pa.types.is_string(t) or pa.types.is_large_string(t)
+    except (KeyError, TypeError, AttributeError):
+        return False
+    return False
 
 
 def _sql_table(obj: Any) -> Any:
@@ -908,10 +953,17 @@ class AnalystQuery:
         except duckdb.Error as exc:
             raise SchemaError(f"SQL error: {' '.join(str(exc).split())}") from None
         kind = str(inner[0][1]).upper() if inner else "DOUBLE"
-        if not _numeric_sql_type(kind):
+        declared_text = kind == "VARCHAR" and (
+            (isinstance(source, (str, Path)) and _reader(Path(source)) in _DECLARED_TYPES)
+            or (column is not None and _declared_string(source, column))
+        )
+        if not _numeric_sql_type(kind) or declared_text:  # a declared text column
+            # the type's name only: an ENUM's or a STRUCT's parameters list values
+            # (a pandas categorical's categories come from its rows)
             raise SchemaError(
-                f"the selected expression has type {kind}, which is not numeric: select a "
-                "number (text columns of a CSV are cast to numbers by the public policy)"
+                f"the selected expression has type {kind.split('(')[0]}, which is not numeric: "
+                "select a number (text columns of a CSV are cast to numbers by the public "
+                "policy)"
             )
 
     @classmethod
@@ -943,8 +995,19 @@ class AnalystQuery:
     def _csv_header(p: Path, delim: str) -> list[str]:
         """The header line's names (public: the file's schema, not its rows)."""
         import csv
+        import gzip
 
-        with open(p, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        from .errors import SchemaError
+
+        name = p.name.lower()
+        if name.endswith(".zst"):
+            raise SchemaError(
+                f"{p.name}: analyst mode reads the header of plain or gzip-compressed CSV/TSV "
+                "only: decompress the file or convert it to Parquet"
+            )
+        # a .gz file's first line is its compressed bytes: read the header through gzip
+        opener: Any = gzip.open if name.endswith(".gz") else open
+        with opener(p, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
             first = fh.readline()
         if not first.strip():
             from .errors import SchemaError
@@ -954,6 +1017,14 @@ class AnalystQuery:
                 "names on the first line"
             )
         names = [n.strip() for n in next(csv.reader([first], delimiter=delim))]
+        other = [d for d in ";|\t," if d != delim and d in names[0]]
+        if len(names) == 1 and other:  # e.g. a European export separated by ';'
+            shown = "tab" if other[0] == "\t" else repr(other[0])
+            raise SchemaError(
+                f"{p.name}: the header line is one column {names[0]!r}, separated by {shown}: "
+                "analyst mode reads comma-separated .csv and tab-separated .tsv files; "
+                "convert the file (or to Parquet)"
+            )
         dup = sorted({n for n in names if names.count(n) > 1 or not n})
         if dup:
             from .errors import SchemaError

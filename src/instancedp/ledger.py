@@ -262,7 +262,23 @@ def _show(d: Decimal, rounding: str = ROUND_HALF_EVEN) -> str:
             f = math.nextafter(f, math.inf)
         elif rounding == ROUND_FLOOR and exact > d:
             f = math.nextafter(f, -math.inf)
-        return _fmt(Decimal(repr(f)))
+        shown = Decimal(repr(f))
+        exact = Decimal(f)
+        if exact == d and rounding in (ROUND_CEILING, ROUND_FLOOR):
+            # d is a double: any decimal up to the next double on the promised side will do
+            exact = Decimal(math.nextafter(f, math.inf if rounding == ROUND_CEILING
+                                           else -math.inf))
+        if exact != d:
+            # or a shorter decimal between d and that double: still on the promised side
+            # of d, and a spend of 28 × 0.1 (just under 2.8) reads 2.8, not 2.8000000000000003;
+            # a release at ε = 0.1 (the double just below 0.1) costs 0.1, not 0.09999999999999999
+            lo, hi = min(d, exact), max(d, exact)
+            toward = ROUND_CEILING if exact > d else ROUND_FLOOR
+            for digits in range(1, len(shown.as_tuple().digits)):
+                c = Context(prec=digits, rounding=toward).plus(d)
+                if lo <= c <= hi:
+                    return _fmt(c)
+        return _fmt(shown)
     return _fmt(Context(prec=17, rounding=rounding).plus(d))
 
 

@@ -219,7 +219,13 @@ def public_bounds(bounds: Any, what: str, hint: str = "") -> tuple[float, float]
             allowed="(lo, hi), finite, lo < hi",
         )
     try:
-        return _validate.bounds(*bounds)
+        lo, hi = bounds
+    except (TypeError, ValueError):  # not a pair: "bounds() takes 2 positional arguments"
+        raise ParameterError(
+            f"bounds must be a pair (lo, hi), got {bounds!r}", parameter="bounds",
+            allowed="(lo, hi)") from None
+    try:
+        return _validate.bounds(lo, hi)
     except (TypeError, ValueError) as exc:
         raise ParameterError(str(exc), parameter="bounds", allowed="(lo, hi)") from None
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _validate
 from . import io as _io
-from .errors import DataError, ParameterError
+from .errors import DataError, ParameterError, SchemaError
 from .ledger import Amount, BudgetExceeded, CompositionError, Ledger, LedgerError
 from .privacy import Guarantee
 from .recipes import (  # noqa: F401 - re-exported: the recipes' old home
@@ -627,6 +627,8 @@ class Session:
                 "dataset's budget is pure ε: pass the public keys (keys=[...])",
                 parameter="keys", allowed="a list of public keys under a pure-ε budget",
             )
+        if self._is_parquet:  # declared types: refused before the charge, as one release
+            self._check_declared_numeric(self.source(), column)
         drop = self.drop_missing if drop_missing is None else bool(drop_missing)
         drop = drop or self.analyst
 
@@ -729,7 +731,6 @@ class Session:
         convert_delta: float | None, drop_missing: bool | None,
     ) -> Any:
         """Charge, then release from the engine's aggregates (:mod:`instancedp.sources`)."""
-        from .errors import SchemaError
         from .sources import check_no_missing, release_from_source
 
         if _is_graph_mechanism(mechanism):
@@ -748,6 +749,7 @@ class Session:
                 f"unknown column {column!r}: the columns are {', '.join(src.columns)}"
                 + did_you_mean(column, src.columns)
             )
+        self._check_declared_numeric(src, column)
         drop = self.analyst or (self.drop_missing if drop_missing is None else bool(drop_missing))
         if not drop:  # owner mode: the owner sees their own data's problems
             check_no_missing(src, column)
@@ -758,6 +760,21 @@ class Session:
             lambda policy: release_from_source(mechanism, src, column, rng, missing="drop",
                                                policy=policy),
         )
+
+    def _check_declared_numeric(self, src: Any, column: str | None) -> None:
+        """A Parquet file declares its columns' types (public): a column that is not a
+        number (text, a date) is refused before the charge, in both modes — the engine's
+        cast would otherwise fail after it."""
+        from .backends.duckdb import is_numeric_type
+
+        declared = getattr(src.engine, "declared", None)
+        if not self._is_parquet or not declared or column not in declared:
+            return
+        if not is_numeric_type(declared[column], boolean=True):
+            raise SchemaError(
+                f"column {column!r} is declared {declared[column]}, not a number: choose a "
+                "numeric (or boolean) column"
+            )
 
     def _graph_tables(self, n: int, sql: str | None, normalise: bool) -> Any:
         """The edge tables in DuckDB (:mod:`instancedp.backends.graph`) under the public
@@ -889,8 +906,8 @@ class Session:
             raise ParameterError(
                 f"neighbours='substitution' makes the table's size public, but {what} "
                 "selects rows: their number is private (one row changing a selected column "
-                "enters or leaves the selection).  Use Session(..., neighbours='add_remove') "
-                "for releases on a selection",
+                "enters or leaves the selection).  Use neighbours='add_remove' for releases "
+                "on a selection",
                 parameter="neighbours",
                 allowed="add_remove with sql or drop_missing",
             )

@@ -19,12 +19,26 @@ from typing import Any
 from ..errors import ParameterError, SchemaError
 from .sql import Dialect, SQLEngine
 
-__all__ = ["DIALECT", "connect"]
+__all__ = ["DIALECT", "NUMERIC_TYPES", "connect", "is_numeric_type"]
 
 DIALECT = Dialect(name="duckdb", sum_by_parts=True)
 
 _READERS = {".parquet": "read_parquet", ".pq": "read_parquet", ".csv": "read_csv",
             ".tsv": "read_csv", ".json": "read_json_auto", ".jsonl": "read_json_auto"}
+
+
+#: declared types that are numbers (DuckDB's names for Arrow/Parquet/pandas types)
+NUMERIC_TYPES = frozenset({
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+    "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL",
+})
+
+
+def is_numeric_type(declared: str, *, boolean: bool = False) -> bool:
+    """Whether a DuckDB type name (``DECIMAL(10,2)`` included) is a number; with
+    ``boolean`` a BOOLEAN counts too (0/1 flags)."""
+    base = str(declared).split("(")[0].strip().upper()
+    return base in NUMERIC_TYPES or (boolean and base == "BOOLEAN")
 
 
 def _literal(text: str) -> str:
@@ -84,7 +98,14 @@ def connect(
                       "encoding = 'latin-1')")
         elif reader is None:
             reader = f"{_READERS[suffix]}({_literal(str(path))})"
-        con.execute(f"CREATE VIEW data AS SELECT * FROM {reader}")
+        try:
+            con.execute(f"CREATE VIEW data AS SELECT * FROM {reader}")
+        except duckdb.Error as exc:  # a 0-byte or damaged file: its structure, not a row
+            size = path.stat().st_size
+            raise SchemaError(
+                f"{path.name} cannot be read as {suffix.lstrip('.') or 'a data file'}"
+                + (" (0 bytes)" if size == 0 else "") + f": {_first_line(exc)}"
+            ) from None
         allowed.append(str(path.resolve()))
         allowed.append(str(path))
     else:
@@ -94,9 +115,10 @@ def connect(
     con.execute("SET lock_configuration = true")
     relation = "data" if sql is None else f"({sql}) AS q"
     try:
-        cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()]
+        described = con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
     except duckdb.Error as exc:
         raise SchemaError(f"DuckDB cannot read the source: {exc}") from exc
+    cols = [r[0] for r in described]
 
     def execute(query: str, params: list) -> list[tuple]:
         return con.execute(query, params).fetchall()
@@ -112,4 +134,10 @@ def connect(
 
     engine = SQLEngine(DIALECT, execute, relation, cols, lookup_table=lookup_table)
     engine.connection = con  # type: ignore[attr-defined]
+    # the declared types (public: the schema; for CSV, what DuckDB's sniffer made of it)
+    engine.declared = {str(r[0]): str(r[1]) for r in described}  # type: ignore[attr-defined]
     return engine
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -156,6 +157,16 @@ def _global_sensitivity(query: Query, attr: str = "global_sensitivity") -> float
         gs = float(gs)
     except (TypeError, ValueError):
         gs = math.nan
+    if gs == math.inf and hasattr(query, "lower") and hasattr(query, "upper"):
+        # finite bounds whose sensitivity overflows (a sum's rounding slack covers 2^32 rows)
+        rows = getattr(query, "MAX_ROWS", None)
+        most = f": |lower| and |upper| at most {sys.float_info.max / rows:.3g}" if rows else ""
+        raise ParameterError(
+            f"bounds ({query.lower!r}, {query.upper!r}) are too large: the query's global "
+            f"sensitivity overflows{most}",
+            parameter="bounds",
+            allowed=f"|lower|, |upper| <= {sys.float_info.max / rows:.3g}" if rows else None,
+        )
     if not (math.isfinite(gs) and gs > 0):
         raise ParameterError(
             f"query global sensitivity must be finite and > 0 for a global-noise mechanism, "

@@ -203,7 +203,8 @@ class SmoothSensitivityMechanism(Mechanism):
                 raise ParameterError(
                     f"gamma must be in (0, {self._gmax:.6g}) for noise={self.family!r} at "
                     f"epsilon={self.epsilon:g}; got {gamma!r}. Pass a smaller gamma or "
-                    "gamma=None for the default rule"
+                    "gamma=None for the default rule",
+                    parameter="gamma", allowed=f"(0, {self._gmax:.6g})",
                 )
             gamma = g
         self.gamma = gamma
