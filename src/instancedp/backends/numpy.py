@@ -218,9 +218,9 @@ def histogram_stats(
 
 
 _MAX = float(np.finfo(np.float64).max)
-#: |x| is held in [scale·2^−40, scale·2^1000] inside the label's logarithm, so no
+#: |x| is held in [scale·2^−40, scale·2^1023] inside the label's logarithm, so no
 #: engine divides to an underflow or an overflow (PostgreSQL raises on both)
-_LABEL_RANGE = (-40, 1000)
+_LABEL_RANGE = (-40, 1023)
 
 
 def check_grid(beta: float, scale: float) -> tuple[float, float]:
@@ -262,9 +262,9 @@ def bin_cells(
     """Groups of rows (count, min, max each, any order) as ordered, value-disjoint cells
     (edges, counts, mins, maxs): groups sorted by minimum, those whose ranges overlap
     merged, cell c = [e_c, e_{c+1}) with e_c its minimum (e_0 = −max double, the last
-    cell closed at the max double), so the rows of cell c are the ranks
-    [Σ_{i<c} counts_i, Σ_{i≤c} counts_i) — :func:`histogram_stats`' index on these
-    edges.  A group at the max double joins the one before it (edges stay increasing)."""
+    cell closed at the max double; a cell of rows at the max double starts at the
+    double before it), so the rows of cell c are the ranks [Σ_{i<c} counts_i,
+    Σ_{i≤c} counts_i) — :func:`histogram_stats`' index on these edges."""
     counts = np.asarray(counts, dtype=np.int64)
     keep = counts > 0
     counts = counts[keep]
@@ -277,13 +277,17 @@ def bin_cells(
     counts, lo, hi = counts[order], lo[order], hi[order]
     reach = np.maximum.accumulate(hi)
     start = np.concatenate(([True], lo[1:] > reach[:-1]))
-    if start.sum() > 1 and lo[start][-1] >= _MAX:
-        start[np.flatnonzero(start)[-1]] = False
+    top = np.flatnonzero(start)[-1]
+    below_top = reach[top - 1] if top > 0 else -np.inf
+    if top > 0 and lo[top] >= _MAX and below_top >= np.nextafter(_MAX, 0):
+        start[top] = False  # rows at prev(max) and max: one cell
     first = np.flatnonzero(start)
     cell_counts = np.add.reduceat(counts, first)
     cell_mins = lo[first]
     cell_maxs = np.maximum.reduceat(hi, first)
-    edges = np.concatenate(([-_MAX], cell_mins[1:], [_MAX]))
+    # a cell of rows at the max double starts at prev(max): no other row reaches it
+    edges = np.concatenate(([-_MAX], np.minimum(cell_mins[1:], np.nextafter(_MAX, 0)),
+                            [_MAX]))
     return edges, cell_counts.astype(np.int64), cell_mins, cell_maxs
 
 

@@ -186,7 +186,8 @@ class BinnedRankCounts(HistogramRankCounts):
     a cell whose labels the engine rounded across it) is the count unknown: those
     thresholds, among ``thresholds`` (every threshold the scan can ask,
     :meth:`grid_thresholds`), are read by ONE exact histogram up front
-    (:class:`HistogramRankCounts`' cut at next(t)), and any other later.  Whatever
+    (:class:`HistogramRankCounts`' cut at next(t)) when they are at most 4,096 (a
+    scan batch), else per batch as the histogram reader does; others when asked.  Whatever
     the grouping, the integers are those of :class:`RankCounts` on the same rows
     (the engine clamps ±inf to ±max double, which no finite t below it separates);
     a t ≥ prev(max double) that stays unknown reads n, as the histogram does."""
@@ -200,7 +201,10 @@ class BinnedRankCounts(HistogramRankCounts):
         self._cum = np.concatenate(([0], np.cumsum(self.counts)))
         self.n = int(self._cum[-1])
         if thresholds is not None:
-            self.at_most(np.asarray(thresholds, dtype=np.float64))
+            t = np.asarray(thresholds, dtype=np.float64)
+            todo = t[self._from_cells(t) < 0]
+            if 0 < todo.size <= _MAX_BATCH:  # more: read per scan batch, as the histogram
+                super().at_most(todo)
 
     @staticmethod
     def grid_thresholds(beta: float, scale: float) -> np.ndarray:
