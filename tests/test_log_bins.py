@@ -91,7 +91,7 @@ def test_every_engine_gives_the_sorted_counts_at_every_grid_threshold(tmp_path, 
     for src, col in _engines(tmp_path, name, x):
         calls = []
 
-        def hist(e, src=src, col=col):
+        def hist(e, src=src, col=col, calls=calls):
             calls.append(e.size)
             return src.histogram(col, e)
 
@@ -110,7 +110,8 @@ def test_missing_values_follow_the_policy():
     for missing in ("drop", -3.0):
         src = open_source(x)
         cells = src.log_bins(None, BETA, SCALE, missing=missing)
-        counts = BinnedRankCounts(cells, lambda e: src.histogram(None, e, missing=missing),
+        counts = BinnedRankCounts(cells, lambda e, src=src, missing=missing: src.histogram(
+                                      None, e, missing=missing),
                                   GRID)
         assert np.array_equal(counts.at_most(GRID), _expected(x, GRID, missing))
 

@@ -66,9 +66,10 @@ Where the rows are read (the kind of input, a public fact; never n):
   ranges (cells whose minimum equals their maximum need no read; cells
   holding more than :data:`FETCH_ROWS` rows are split in one more pass, or
   the window goes to the engine's ``order_window``).  Without bounds, the
-  bound-free p5/p95 step is released from the engine's histograms at the scan's
-  grid points and an order window for its second stage
-  (:func:`~instancedp.sources.release_from_source`): no column is read into
+  bound-free p5/p95 step reads one ``log_bins`` aggregate per column (the rows'
+  cells on the scan's geometric grid: the scans' exact counts, and a rank index
+  whose two second-stage windows are fetched in one ``range_values`` pass;
+  :func:`~instancedp.sources.unbounded_readers`): no column is read into
   memory;
 * **an in-memory frame** — one column at a time as a sorted array; the same
   code (:func:`column_release`) reads it by slicing.
