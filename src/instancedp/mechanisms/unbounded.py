@@ -66,6 +66,7 @@ array here, a database's histogram out of core
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -201,17 +202,27 @@ class BinnedRankCounts(HistogramRankCounts):
         self._cum = np.concatenate(([0], np.cumsum(self.counts)))
         self.n = int(self._cum[-1])
         if thresholds is not None:
+            # the thresholds some cell straddles: those in [min_c, max_c) of a cell
             t = np.asarray(thresholds, dtype=np.float64)
-            todo = t[self._from_cells(t) < 0]
+            if np.any(t[1:] < t[:-1]):
+                t = np.sort(t)
+            wide = (self.counts > 0) & (self.mins < self.maxs)
+            first = np.searchsorted(t, self.mins[wide], side="left")
+            last = np.searchsorted(t, self.maxs[wide], side="left")
+            todo = np.concatenate([t[i:j] for i, j in zip(first, last, strict=True)
+                                   if j > i] or [np.empty(0)])
             if 0 < todo.size <= _MAX_BATCH:  # more: read per scan batch, as the histogram
                 super().at_most(todo)
 
     @staticmethod
+    @functools.lru_cache(maxsize=8)
     def grid_thresholds(beta: float, scale: float) -> np.ndarray:
-        """Every threshold a scan of the grid can read (public): 0, the candidates
-        scale·(β^i − 1) and, for the negated rows, prev(−candidate)."""
+        """Every threshold a scan of the grid can read (public), sorted: 0, the
+        candidates scale·(β^i − 1) and, for the negated rows, prev(−candidate)."""
         c = geometric_candidates(0, grid_end(beta, scale) + 1, beta, scale)
-        return np.concatenate((c, np.nextafter(-c, -np.inf)))
+        out = np.sort(np.concatenate((c, np.nextafter(-c, -np.inf))))
+        out.flags.writeable = False
+        return out
 
     def _from_cells(self, t: np.ndarray) -> np.ndarray:
         """The counts the cells decide, −1 where min_c ≤ t < max_c."""
