@@ -452,9 +452,9 @@ def describe_memory_child(path: str, bounded: bool) -> None:
 def describe_memory(rows_list: tuple[int, ...] = (1_000_000, 10_000_000), columns: int = 4
                     ) -> dict:
     """Peak RSS of describe on Parquet files of each size (DuckDB ``memory_limit`` 1 GB),
-    each in a fresh child process, with bounds (every column from aggregates) and
-    without (the bound-free step's scan reads its column in memory until the engine
-    releases it)."""
+    each in a fresh child process, with bounds and without (every column from
+    aggregates: without bounds one ``log_bins`` pass per column, its cells and the
+    second stages' fetched windows)."""
     import tempfile
 
     import pyarrow as pa
