@@ -560,9 +560,9 @@ def sorted_column(source: Any, column: str | None, query: Any, missing: Any = "d
 def unbounded_readers(source: Any, column: str | None, parts: Any,
                       missing: Any = "drop") -> tuple[Any, Any]:
     """What bound-free quantiles ``parts`` (each an :class:`~instancedp.mechanisms.
-    unbounded.UnboundedQuantile`, all on one grid) read from an engine: #{x ≤ t} at the scans' grid
-    points, and ``clamped(lo, hi)`` → the order windows of the rows clamped to a second
-    stage's bracket.  Several quantiles on one grid share them.
+    unbounded.UnboundedQuantile`, all on one grid) read from an engine: #{x ≤ t} at
+    the scans' grid points, and ``clamped(lo, hi)`` → the order windows of the rows
+    clamped to a second stage's bracket.  Several quantiles on one grid share them.
 
     On the grid around 0 (no ``origin``): ONE ``log_bins`` aggregate groups the rows
     by their grid cell (:class:`~instancedp.mechanisms.unbounded.BinnedRankCounts`:

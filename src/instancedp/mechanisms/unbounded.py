@@ -60,8 +60,10 @@ The comparisons g + ν ≥ ρ are made on exactly rounded Laplace draws
 (``noise.exact``) drawn in growing batches (32, 64, … 4096 candidates: a scan
 usually stops early; the law is the same whatever the batches).  The scan
 reads only the counts g at the candidates in order (:class:`RankCounts`): an
-array here, a database's histogram out of core
-(:func:`~instancedp.sources.release_from_source`), the same draws, bit for bit.
+array here; out of core one grouped aggregate of the rows' grid cells
+(:class:`BinnedRankCounts`, :func:`~instancedp.sources.unbounded_readers`), or
+a histogram per batch (:class:`HistogramRankCounts`, with an origin) — the
+same integers, so the same draws, bit for bit.
 """
 
 from __future__ import annotations
@@ -188,10 +190,11 @@ class BinnedRankCounts(HistogramRankCounts):
     thresholds, among ``thresholds`` (every threshold the scan can ask,
     :meth:`grid_thresholds`), are read by ONE exact histogram up front
     (:class:`HistogramRankCounts`' cut at next(t)) when they are at most 4,096 (a
-    scan batch), else per batch as the histogram reader does; others when asked.  Whatever
-    the grouping, the integers are those of :class:`RankCounts` on the same rows
-    (the engine clamps ±inf to ±max double, which no finite t below it separates);
-    a t ≥ prev(max double) that stays unknown reads n, as the histogram does."""
+    scan batch), else per batch as the histogram reader does; others when asked.
+    Whatever the grouping, the integers are those of :class:`RankCounts` on the
+    same rows (the engine clamps ±inf to ±max double, which no finite t below it
+    separates); a t ≥ prev(max double) that stays unknown reads n, and t = −inf
+    reads 0, as the histogram does."""
 
     def __init__(self, cells: tuple[np.ndarray, ...],
                  histogram: Callable[[np.ndarray], np.ndarray],
