@@ -874,8 +874,9 @@ def write(res: dict, name: str) -> None:
             "",
             "Every column is released from DuckDB aggregates (one pass of counts, "
             "minima, maxima and the exact sum per cell, then a few order windows; "
-            "without bounds the bound-free p5/p95 first read histograms at their scan's "
-            "grid points), so Python never holds a column: the peak is bounded by the "
+            "without bounds the bound-free p5/p95 first read one aggregate of the rows' "
+            "cells on their scan's grid and the windows around their target ranks), so "
+            "Python never holds a column: the peak is bounded by the "
             "interpreter and libraries, DuckDB's `memory_limit` and at most 2¹⁸ fetched "
             "rows per read, whatever the number of rows (what grows between the two "
             "sizes is DuckDB's own buffer use, within its limit).",
