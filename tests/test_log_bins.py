@@ -215,3 +215,30 @@ def test_a_grid_with_an_origin_keeps_the_histogram_path():
     want = mech.release(x, simulation(8)).to_dict()
     with open_source(pd.DataFrame({"v": x}), sql="SELECT v FROM data") as duck:
         assert release_from_source(mech, duck, "v", simulation(8)).to_dict() == want
+
+
+MIXED = np.concatenate([ADVERSARIAL["on_candidates"][::3], ADVERSARIAL["near_max"],
+                        ADVERSARIAL["subnormals"]])
+
+
+def _check_engine(src, col) -> None:
+    cells = src.log_bins(col, BETA, SCALE)
+    _check_cells(cells, MIXED)
+    counts = BinnedRankCounts(cells, lambda e: src.histogram(col, e), GRID)
+    assert np.array_equal(counts.at_most(GRID), _expected(MIXED, GRID))
+
+
+def test_postgresql_labels_raise_no_range_error(postgres_url):
+    """PostgreSQL raises on float underflow and overflow: subnormal, huge and
+    max-double rows still get cells, and the exact counts."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as con:
+        con.execute("DROP TABLE IF EXISTS log_bins_mixed")
+        con.execute("CREATE TABLE log_bins_mixed (v double precision)")
+        with con.cursor() as cur:
+            cur.executemany("INSERT INTO log_bins_mixed VALUES (%s)",
+                            [(float(v),) for v in MIXED])
+    with open_source(postgres_url, table="log_bins_mixed") as pg:
+        _check_engine(pg, "v")
+
