@@ -66,9 +66,10 @@ Where the rows are read (the kind of input, a public fact; never n):
   ranges (cells whose minimum equals their maximum need no read; cells
   holding more than :data:`FETCH_ROWS` rows are split in one more pass, or
   the window goes to the engine's ``order_window``).  Without bounds, the
-  bound-free p5/p95 step is released from the engine's histograms at the scan's
-  grid points and an order window for its second stage
-  (:func:`~instancedp.sources.release_from_source`): no column is read into
+  bound-free p5/p95 step reads one ``log_bins`` aggregate per column (the rows'
+  cells on the scan's geometric grid: the scans' exact counts, and a rank index
+  whose two second-stage windows are fetched in one ``range_values`` pass;
+  :func:`~instancedp.sources.unbounded_readers`): no column is read into
   memory;
 * **an in-memory frame** — one column at a time as a sorted array; the same
   code (:func:`column_release`) reads it by slicing.
@@ -447,11 +448,17 @@ class IndexedColumn:
     gives (:class:`~instancedp.mechanisms.recursive_quantiles.SortedRows`), so the
     draws are the same.  Memory: the index (≤ 1,025 cells) and the fetched cells."""
 
-    def __init__(self, source: Any, column: str, lo: float, hi: float) -> None:
+    def __init__(self, source: Any, column: str, lo: float, hi: float, *,
+                 cells: tuple[np.ndarray, ...] | None = None, missing: Any = "drop") -> None:
         self.source, self.column, self.lo, self.hi = source, column, lo, hi
-        self.edges = index_edges(lo, hi)
-        self.counts, self.mins, self.maxs, self.total = source.histogram_stats(
-            column, self.edges)
+        self.missing = missing
+        if cells is None:
+            self.edges = index_edges(lo, hi)
+            self.counts, self.mins, self.maxs, self.total = source.histogram_stats(
+                column, self.edges, missing=missing)
+        else:  # an index the caller has (edges, counts, mins, maxs: ``log_bins``); no sum
+            self.edges, self.counts, self.mins, self.maxs = cells
+            self.total = None
         self.cum = np.concatenate(([0], np.cumsum(self.counts)))
         self.n = int(self.cum[-1])
         self._values: dict[int, np.ndarray] = {}
@@ -494,7 +501,8 @@ class IndexedColumn:
         if edges.size == self.edges.size:
             return False
         self.edges = edges
-        self.counts, self.mins, self.maxs, _ = self.source.histogram_stats(self.column, edges)
+        self.counts, self.mins, self.maxs, _ = self.source.histogram_stats(
+            self.column, edges, missing=self.missing)
         self.cum = np.concatenate(([0], np.cumsum(self.counts)))
         self._values = {}
         return True
@@ -508,7 +516,8 @@ class IndexedColumn:
             else:
                 runs.append([c])
         ranges = [(float(self.mins[r[0]]), float(self.maxs[r[-1]])) for r in runs]
-        vals = self.source.range_values(self.column, self.lo, self.hi, ranges)
+        vals = self.source.range_values(self.column, self.lo, self.hi, ranges,
+                                        missing=self.missing)
         pos = 0
         for c in need:
             self._values[c] = vals[pos:pos + int(self.counts[c])]
@@ -523,7 +532,8 @@ class IndexedColumn:
         if stop <= start:
             return np.empty(0)
         if not self._ensure([(start, stop)]):
-            return self.source.order_window(self.column, self.lo, self.hi, start, stop)
+            return self.source.order_window(self.column, self.lo, self.hi, start, stop,
+                                            missing=self.missing)
         parts = []
         for c in self._cells(start, stop):
             a = max(start, int(self.cum[c])) - int(self.cum[c])
@@ -575,8 +585,7 @@ class ColumnData:
             from .sources import unbounded_readers
 
             # both parts scan the same public grid: the counts one scan read serve the other
-            counts, clamped = unbounded_readers(
-                self.source, self.column, mech._parts[0].first_thresholds())
+            counts, clamped = unbounded_readers(self.source, self.column, mech._parts)
             values = [p.draw_from(counts, clamped, rs) for p in mech._parts]
             return mech._record(np.sort(np.array(values, dtype=np.float64)), rs)
         return mech.release(self.x, rng=rs)

@@ -464,8 +464,7 @@ def release_from_source(
         )
         return mechanism._record(mechanism._draw(pieces, rs), rs)
     if isinstance(mechanism, UnboundedQuantile):
-        counts, clamped = unbounded_readers(source, column, mechanism.first_thresholds(),
-                                            missing)
+        counts, clamped = unbounded_readers(source, column, [mechanism], missing)
         return mechanism._record(mechanism.draw_from(counts, clamped, rs), rs)
     if isinstance(mechanism, CandidateQuantile):
         counts = source.histogram(column, mechanism.edges, missing=missing)
@@ -558,20 +557,65 @@ def sorted_column(source: Any, column: str | None, query: Any, missing: Any = "d
     )
 
 
-def unbounded_readers(source: Any, column: str | None, first: np.ndarray,
+def unbounded_readers(source: Any, column: str | None, parts: Any,
                       missing: Any = "drop") -> tuple[Any, Any]:
-    """What a bound-free quantile reads from an engine: #{x ≤ t} at the scan's grid
-    points (:class:`~instancedp.mechanisms.unbounded.HistogramRankCounts`, one histogram
-    for the thresholds ``first``, one per later batch) and ``clamped(lo, hi)`` → the
-    order windows of the rows clamped to its second stage's bracket.  Several
-    quantiles on one grid share them (one aggregate answers every scan's first batch)."""
-    from .mechanisms.unbounded import HistogramRankCounts
+    """What bound-free quantiles ``parts`` (each an :class:`~instancedp.mechanisms.
+    unbounded.UnboundedQuantile`, all on one grid) read from an engine: #{x ≤ t} at
+    the scans' grid points, and ``clamped(lo, hi)`` → the order windows of the rows
+    clamped to a second stage's bracket.  Several quantiles on one grid share them.
 
-    counts = HistogramRankCounts(
-        lambda edges: source.histogram(column, edges, missing=missing), first)
+    On the grid around 0 (no ``origin``): ONE ``log_bins`` aggregate groups the rows
+    by their grid cell (:class:`~instancedp.mechanisms.unbounded.BinnedRankCounts`:
+    exact counts at every grid point, plus one exact histogram only where a cell's
+    rows straddle a point), and the same cells index the rows by rank
+    (:class:`~instancedp.describe.IndexedColumn` over ±max double): the second
+    stages' windows around their target ranks (public constants around q·n, from the
+    parts' parameters) are fetched in one ``range_values`` pass, before any draw.
+    With an ``origin``: one histogram per scan batch at the shifted grid points
+    (:class:`~instancedp.mechanisms.unbounded.HistogramRankCounts`) and the engine's
+    ``order_window``.  Either way the values read, and so the draws, are the
+    in-memory release's."""
+    from .backends.numpy import pad_window
+    from .mechanisms.quantile import PieceSet, score_sensitivity
+    from .mechanisms.unbounded import BinnedRankCounts, HistogramRankCounts
+
+    parts = list(parts)
+    first = parts[0]
+
+    def histogram(edges: np.ndarray) -> np.ndarray:
+        return source.histogram(column, edges, missing=missing)
+
+    if first.origin is not None:
+        hist = HistogramRankCounts(histogram, first.first_thresholds())
+
+        def clamped_window(lo: float, hi: float) -> Any:
+            return lambda a, b: source.order_window(column, lo, hi, a, b, missing=missing)
+
+        return hist, clamped_window
+    from .describe import IndexedColumn
+
+    cells = source.log_bins(column, first.beta, first.scale, missing=missing)
+    counts = BinnedRankCounts(cells, histogram,
+                              BinnedRankCounts.grid_thresholds(first.beta, first.scale))
+    big = float(np.finfo(np.float64).max)
+    index = IndexedColumn(source, column, -big, big, cells=cells, missing=missing)
+    n = index.n
+    windows = []
+    for p in parts:  # a read hint: which rows are fetched, never a value read or drawn
+        if p.two_stage:
+            em = p.second_stage(0)
+            start, stop = PieceSet.window_pieces(n, em.q, em.epsilon,
+                                                 score_sensitivity(em.q, em.neighbours))
+            windows.append((max(start - 1, 0), min(stop, n)))
+    index.prefetch(windows)
 
     def clamped(lo: float, hi: float) -> Any:
-        return lambda a, b: source.order_window(column, lo, hi, a, b, missing=missing)
+        def window(a: int, b: int) -> np.ndarray:
+            first_rank = min(max(a, 0), n)
+            inside = np.clip(index.read(first_rank, min(max(b, 0), n)), lo, hi) + 0.0
+            return pad_window(inside, a, b, lo, hi, offset=first_rank, n=n)
+
+        return window
 
     return counts, clamped
 

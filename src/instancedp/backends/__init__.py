@@ -16,6 +16,8 @@ primitive             what it returns
 ``top_counts``        the k most frequent values and their counts
 ``histogram_stats``   per cell: count, min, max; and the exact shifted sum
 ``range_values``      sorted clamped values inside public ranges (few rows)
+``log_bins``          rows grouped by their cell of a public geometric grid: per
+                      group count, min, max, as ordered cells (one scan)
 ====================  ==========================================================
 
 Engines: ``numpy`` (in memory, the reference), ``duckdb`` (files and frames,
@@ -112,6 +114,13 @@ class Source:
         """The clamped values inside any of the closed ``ranges``, sorted (few rows:
         the caller sizes the ranges from :meth:`histogram_stats`)."""
         return self.engine.range_values(column, lower, upper, ranges, missing)
+
+    def log_bins(
+        self, column: str | None, beta: float, scale: float, *, missing: Missing = "drop"
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(edges, counts, minima, maxima) of ordered cells grouping the rows by their
+        cell of the grid ±scale·(β^k − 1), in one aggregate (``numpy.log_bins``)."""
+        return self.engine.log_bins(column, beta, scale, missing)
 
     def top_counts(
         self, column: str | None, k: int, *, missing: Missing = "drop"

@@ -43,6 +43,7 @@ __all__ = [
     "count_and_sum",
     "histogram",
     "histogram_stats",
+    "log_bins",
     "order_window",
     "range_sum",
     "range_values",
@@ -216,6 +217,99 @@ def histogram_stats(
     return counts, mins, maxs, total
 
 
+_MAX = float(np.finfo(np.float64).max)
+#: |x| is held in [scale·2^−40, scale·2^1023] inside the label's logarithm, so no
+#: engine divides to an underflow or an overflow (PostgreSQL raises on both)
+_LABEL_RANGE = (-40, 1023)
+
+
+def check_grid(beta: float, scale: float) -> tuple[float, float]:
+    """A geometric grid's public ratio β > 1 and scale > 0 (finite)."""
+    b, s = float(beta), float(scale)
+    if not (math.isfinite(b) and b > 1.0):
+        raise ParameterError(f"beta must be a finite number > 1, got {beta!r}",
+                             parameter="beta", allowed="> 1")
+    if not (math.isfinite(s) and s > 0.0):
+        raise ParameterError(f"scale must be a finite number > 0, got {scale!r}",
+                             parameter="scale", allowed="> 0")
+    return b, s
+
+
+def label_constants(beta: float, scale: float) -> dict[str, float]:
+    """The public constants of :func:`log_labels` (the SQL engines bind the same ones)."""
+    b, s = check_grid(beta, scale)
+    return {"tiny": s * 2.0 ** _LABEL_RANGE[0], "big": s * 2.0 ** _LABEL_RANGE[1],
+            "scale": s, "per_step": 1.0 / math.log(b)}
+
+
+def log_labels(x: np.ndarray, beta: float, scale: float) -> np.ndarray:
+    """sign(x)·⌈ln(1 + |x|/scale)/ln β⌉ (|x| held in [tiny, big],
+    :data:`_LABEL_RANGE`): about the index k of x's cell of the geometric grid
+    v(k) = scale·(β^k − 1) (|x| in (v(k − 1), v(k)]; 0 for x = 0), in the float
+    operations the SQL engines use (:meth:`~instancedp.backends.sql.SQLEngine.
+    log_bins`).  Only a grouping: rounding may put a row near a cell boundary into
+    the next label, and rows beyond ``big`` share one; :func:`log_bins`' users
+    never rely on the labels."""
+    c = label_constants(beta, scale)
+    a = np.minimum(np.maximum(np.abs(x), c["tiny"]), c["big"])
+    m = np.ceil(np.log(1.0 + a / c["scale"]) * c["per_step"])
+    return (np.sign(x) * m).astype(np.int64)
+
+
+def bin_cells(
+    counts: np.ndarray, mins: np.ndarray, maxs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Groups of rows (count, min, max each, any order) as ordered, value-disjoint cells
+    (edges, counts, mins, maxs): groups sorted by minimum, those whose ranges overlap
+    merged, cell c = [e_c, e_{c+1}) with e_c its minimum (e_0 = −max double, the last
+    cell closed at the max double; a cell of rows at the max double starts at the
+    double before it), so the rows of cell c are the ranks [Σ_{i<c} counts_i,
+    Σ_{i≤c} counts_i) — :func:`histogram_stats`' index on these edges."""
+    counts = np.asarray(counts, dtype=np.int64)
+    keep = counts > 0
+    counts = counts[keep]
+    lo = np.asarray(mins, dtype=np.float64)[keep] + 0.0
+    hi = np.asarray(maxs, dtype=np.float64)[keep] + 0.0
+    if counts.size == 0:
+        return np.array([-_MAX, _MAX]), np.zeros(1, np.int64), np.full(1, np.nan), np.full(
+            1, np.nan)
+    order = np.argsort(lo, kind="stable")
+    counts, lo, hi = counts[order], lo[order], hi[order]
+    reach = np.maximum.accumulate(hi)
+    start = np.concatenate(([True], lo[1:] > reach[:-1]))
+    top = np.flatnonzero(start)[-1]
+    below_top = reach[top - 1] if top > 0 else -np.inf
+    if top > 0 and lo[top] >= _MAX and below_top >= np.nextafter(_MAX, 0):
+        start[top] = False  # rows at prev(max) and max: one cell
+    first = np.flatnonzero(start)
+    cell_counts = np.add.reduceat(counts, first)
+    cell_mins = lo[first]
+    cell_maxs = np.maximum.reduceat(hi, first)
+    # a cell of rows at the max double starts at prev(max): no other row reaches it
+    edges = np.concatenate(([-_MAX], np.minimum(cell_mins[1:], np.nextafter(_MAX, 0)),
+                            [_MAX]))
+    return edges, cell_counts.astype(np.int64), cell_mins, cell_maxs
+
+
+def log_bins(
+    values: Any, beta: float, scale: float, missing: Missing = "drop"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rows clamped to ±max double, grouped by :func:`log_labels` (one aggregate,
+    whatever the grid's length), as :func:`bin_cells`' ordered cells (edges, counts,
+    mins, maxs).  Every row lies in one cell and between its cell's min and max, so
+    #{x ≤ t} is exact from the cells wherever no cell has min ≤ t < max
+    (:class:`~instancedp.mechanisms.unbounded.BinnedRankCounts`); the grouping itself
+    may differ between engines by rows within rounding of a cell boundary."""
+    x = clamp(apply_missing(values, missing), -_MAX, _MAX)
+    lab = log_labels(x, beta, scale)
+    keys, inv = np.unique(lab, return_inverse=True)
+    counts = np.bincount(inv, minlength=keys.size)
+    mins, maxs = np.full(keys.size, np.inf), np.full(keys.size, -np.inf)
+    np.minimum.at(mins, inv, x)
+    np.maximum.at(maxs, inv, x)
+    return bin_cells(counts, mins, maxs)
+
+
 def range_values(
     values: Any, lo: float, hi: float, ranges: Sequence[tuple[float, float]],
     missing: Missing = "drop",
@@ -352,6 +446,9 @@ class MemoryEngine:
 
     def range_values(self, column, lo, hi, ranges, missing="drop") -> np.ndarray:
         return range_values(self._get(column), lo, hi, ranges, missing)
+
+    def log_bins(self, column, beta, scale, missing="drop") -> tuple:
+        return log_bins(self._get(column), beta, scale, missing)
 
     def top_counts(self, column, k, missing="drop") -> list[tuple[Any, int]]:
         return top_counts(self._get(column), k, missing)

@@ -68,6 +68,8 @@ class Dialect:
     sum_cast: str = "{k}"
     # count_and_sum as rows inside the bounds plus counts below/above (no per-row clamp)
     sum_by_parts: bool = False
+    ln: str = "ln({x})"  # natural logarithm of a double (log_bins' labels only)
+    ceil: str = "ceil({x})"
 
     def quote(self, name: str) -> str:
         q = self.quote_char
@@ -469,6 +471,29 @@ class SQLEngine:
                 counts[b], mins[b], maxs[b] = c, float(row[2]), float(row[3])
                 total += read(row[4:])
         return counts, mins, maxs, (None if s is None else total)
+
+    def log_bins(
+        self, column: str | None, beta: float, scale: float, missing: ref.Missing = "drop"
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``numpy.log_bins`` in one ``GROUP BY`` of the label ``numpy.log_labels`` (the
+        same operations; the division stays in range, for engines that raise on
+        underflow or overflow): one scan whatever the grid's length."""
+        d = self.dialect
+        c = ref.label_constants(beta, scale)
+        p: list = []
+        src = self._clamped(column, -ref._MAX, ref._MAX, missing, p)
+        held = d.least.format(a=d.greatest.format(a="abs(x)", b=d.lit(c["tiny"], p)),
+                              b=d.lit(c["big"], p))
+        ln = d.ln.format(x=f"{d.lit(1.0, p)} + {held} / {d.lit(c['scale'], p)}")
+        m = d.ceil.format(x=f"({ln} * {d.lit(c['per_step'], p)})")
+        label = f"(CASE WHEN x > 0 THEN 1 WHEN x < 0 THEN -1 ELSE 0 END) * {m}"
+        sql = (f"SELECT COUNT(*), MIN(x), MAX(x) FROM (SELECT x, {label} AS lab FROM {src}) "
+               f"AS g GROUP BY lab")
+        rows = self.execute(sql, p)
+        counts = np.array([int(r[0]) for r in rows], dtype=np.int64)
+        mins = np.array([float(r[1]) for r in rows], dtype=np.float64)
+        maxs = np.array([float(r[2]) for r in rows], dtype=np.float64)
+        return ref.bin_cells(counts, mins, maxs)
 
     def range_values(
         self, column: str | None, lo: float, hi: float, ranges: Sequence[tuple[float, float]],

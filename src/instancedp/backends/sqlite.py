@@ -11,6 +11,7 @@ NULL, so both are missing.
 from __future__ import annotations
 
 import bisect
+import math
 import sqlite3
 from pathlib import Path
 
@@ -58,6 +59,11 @@ def connect(data: str, *, table: str | None = None, sql: str | None = None) -> S
         return bisect.bisect_right(edges_holder["e"], x)
 
     con.create_function("instancedp_cell", 1, cell, deterministic=True)
+    try:  # ln and ceil are SQLite's optional math functions (log_bins' labels)
+        con.execute("SELECT ln(2.0), ceil(0.5)")
+    except sqlite3.OperationalError:
+        con.create_function("ln", 1, math.log, deterministic=True)
+        con.create_function("ceil", 1, math.ceil, deterministic=True)
 
     def bucket_sql(x: str, interior: np.ndarray, params: list) -> str:
         edges_holder["e"] = [float(v) for v in interior]

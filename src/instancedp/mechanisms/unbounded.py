@@ -82,12 +82,15 @@ The comparisons g + ν ≥ ρ are made on exactly rounded Laplace draws
 (``noise.exact``) drawn in growing batches (32, 64, … 4096 candidates: a scan
 usually stops early; the law is the same whatever the batches).  The scan
 reads only the counts g at the candidates in order (:class:`RankCounts`): an
-array here, a database's histogram out of core
-(:func:`~instancedp.sources.release_from_source`), the same draws, bit for bit.
+array here; out of core one grouped aggregate of the rows' grid cells
+(:class:`BinnedRankCounts`, :func:`~instancedp.sources.unbounded_readers`), or
+a histogram per batch (:class:`HistogramRankCounts`, with an origin) — the
+same integers, so the same draws, bit for bit.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -194,6 +197,83 @@ class HistogramRankCounts(RankCounts):
             self._query(np.array(todo))
         out = np.where(t == -np.inf, 0, self.n).astype(np.int64)  # next(t) = ±inf: none or all
         out[inner] = [self._known[v] for v in t[inner].tolist()]
+        return out
+
+
+class BinnedRankCounts(HistogramRankCounts):
+    """#{x ≤ t} from one grouped aggregate (out of core): the engine's ``log_bins``
+    cells (edges, counts, mins, maxs; ordered and value-disjoint, ``numpy.bin_cells``).
+
+    For a threshold t in cell c (e_c ≤ t < e_{c+1}) the rows of earlier cells are
+    < e_c ≤ t and those of later cells ≥ e_{c+1} > t; the rows of cell c lie in
+    [min_c, max_c], so they all count when max_c ≤ t and none does when min_c > t.
+    Only where min_c ≤ t < max_c (a row within rounding of the grid's candidate, or
+    a cell whose labels the engine rounded across it) is the count unknown: those
+    thresholds, among ``thresholds`` (every threshold the scan can ask,
+    :meth:`grid_thresholds`), are read by ONE exact histogram up front
+    (:class:`HistogramRankCounts`' cut at next(t)) when they are at most 4,096 (a
+    scan batch), else per batch as the histogram reader does; others when asked.
+    Whatever the grouping, the integers are those of :class:`RankCounts` on the
+    same rows (the engine clamps ±inf to ±max double, which no finite t below it
+    separates); a t ≥ prev(max double) that stays unknown reads n, and t = −inf
+    reads 0, as the histogram does."""
+
+    def __init__(self, cells: tuple[np.ndarray, ...],
+                 histogram: Callable[[np.ndarray], np.ndarray],
+                 thresholds: np.ndarray | None = None) -> None:
+        self._histogram = histogram
+        self._known = {}
+        self.edges, self.counts, self.mins, self.maxs = (np.asarray(a) for a in cells)
+        self._cum = np.concatenate(([0], np.cumsum(self.counts)))
+        self.n = int(self._cum[-1])
+        if thresholds is not None:
+            # the thresholds some cell straddles: those in [min_c, max_c) of a cell
+            t = np.asarray(thresholds, dtype=np.float64)
+            if np.any(t[1:] < t[:-1]):
+                t = np.sort(t)
+            wide = (self.counts > 0) & (self.mins < self.maxs)
+            first = np.searchsorted(t, self.mins[wide], side="left")
+            last = np.searchsorted(t, self.maxs[wide], side="left")
+            todo = np.concatenate([t[i:j] for i, j in zip(first, last, strict=True)
+                                   if j > i] or [np.empty(0)])
+            if 0 < todo.size <= _MAX_BATCH:  # more: read per scan batch, as the histogram
+                super().at_most(todo)
+
+    @staticmethod
+    @functools.lru_cache(maxsize=8)
+    def grid_thresholds(beta: float, scale: float) -> np.ndarray:
+        """Every threshold a scan of the grid can read (public), sorted: 0, the
+        candidates scale·(β^i − 1) and, for the negated rows, prev(−candidate)."""
+        c = geometric_candidates(0, grid_end(beta, scale) + 1, beta, scale)
+        out = np.sort(np.concatenate((c, np.nextafter(-c, -np.inf))))
+        out.flags.writeable = False
+        return out
+
+    def _from_cells(self, t: np.ndarray) -> np.ndarray:
+        """The counts the cells decide, −1 where min_c ≤ t < max_c."""
+        m = self.counts.size
+        c = np.searchsorted(self.edges, t, side="right") - 1
+        below_all = c < 0
+        c = np.clip(c, 0, m - 1)
+        with np.errstate(invalid="ignore"):  # an empty cell's NaN: it counts fully
+            full = (self.counts[c] == 0) | (self.maxs[c] <= t)
+            none = self.mins[c] > t
+        out = np.where(full, self._cum[c + 1], np.where(none, self._cum[c], -1))
+        out[below_all] = 0
+        return out.astype(np.int64)
+
+    def _query(self, t: np.ndarray) -> int:
+        n = super()._query(t)
+        if n != self.n:  # the cells and the histogram disagree on the rows: an engine fault
+            raise RuntimeError(f"log_bins counted {self.n} rows, the histogram {n}")
+        return n
+
+    def at_most(self, t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=np.float64)
+        out = self._from_cells(t)
+        todo = out < 0
+        if todo.any():
+            out[todo] = super().at_most(t[todo])
         return out
 
 
