@@ -393,3 +393,49 @@ def test_pandas_frame_with_integer_column_names() -> None:
                                   rng=simulation(1)).to_pandas()["mean"].tolist()
               for c in (0, "0")]
     assert groups[0] == groups[1]
+
+
+def _text_tables(tmp_path, postgres_url):
+    """The same small table in SQLite and PostgreSQL: a text, a date and a number."""
+    import sqlite3
+
+    import psycopg
+
+    rows = [("Adelie", "2020-01-01", 3750.0, 1), ("Gentoo", "2020-01-02", 5000.0, 2)]
+    path = tmp_path / "p.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE t (species VARCHAR(10), day DATE, mass REAL, g INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", rows)
+    con.commit()
+    con.close()
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        pg.execute("DROP TABLE IF EXISTS penguins_t")
+        pg.execute("CREATE TABLE penguins_t (species text, day date, mass double precision, "
+                   "g integer)")
+        with pg.cursor() as cur:
+            cur.executemany("INSERT INTO penguins_t VALUES (%s, %s, %s, %s)", rows)
+    return (str(path), "t"), (postgres_url, "penguins_t")
+
+
+def test_database_text_and_date_columns_refused_before_the_charge(tmp_path, postgres_url):
+    # SQLite's CAST('Adelie' AS REAL) is 0.0: a count or mean of a text column released
+    # a number on SQLite where a CSV gave none (and PostgreSQL's cast failed after the
+    # charge); the declared type is public schema, so both refuse it up front
+    from instancedp import Session
+    from instancedp.errors import SchemaError
+    from instancedp.privacy import PureDP
+    from instancedp.random import simulation
+
+    for data, table in _text_tables(tmp_path, postgres_url):
+        s = Session(data, PureDP(1.0), table=table)
+        for column in ("species", "day"):
+            for stat, extra in (("count", {}), ("mean", {"bounds": (0.0, 1e4)})):
+                with pytest.raises(SchemaError, match=f"column '{column}' is declared"):
+                    s.release_statistic(stat, column=column, epsilon=0.5, **extra)
+            with pytest.raises(SchemaError, match="not a number"):
+                s.release_statistic("mean", column=column, by="g", keys=[1, 2],
+                                    epsilon=0.5, bounds=(0.0, 1e4))
+        assert s.history() == []
+        r = s.release_statistic("mean", column="mass", epsilon=0.5, bounds=(0.0, 1e4),
+                                rng=simulation(1))
+        assert len(s.history()) == 1 and 0.0 <= r.value <= 1e4

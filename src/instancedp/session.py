@@ -627,7 +627,8 @@ class Session:
                 "dataset's budget is pure ε: pass the public keys (keys=[...])",
                 parameter="keys", allowed="a list of public keys under a pure-ε budget",
             )
-        if self._is_parquet:  # declared types: refused before the charge, as one release
+        if self._is_parquet or self.input_kind in ("sqlite", "postgresql"):
+            # declared types: refused before the charge, as one release
             self._check_declared_numeric(self.source(), column)
         drop = self.drop_missing if drop_missing is None else bool(drop_missing)
         drop = drop or self.analyst
@@ -762,17 +763,20 @@ class Session:
         )
 
     def _check_declared_numeric(self, src: Any, column: str | None) -> None:
-        """A Parquet file declares its columns' types (public): a column that is not a
-        number (text, a date) is refused before the charge, in both modes — the engine's
-        cast would otherwise fail after it."""
+        """A Parquet file, a SQLite table's DDL and a PostgreSQL result declare their
+        columns' types (public): a column that is not a number (text, a date) is refused
+        before the charge, in both modes — the engine's cast would otherwise fail after it
+        (DuckDB, PostgreSQL) or turn text into 0.0 (SQLite)."""
         from .backends.duckdb import is_numeric_type
 
         declared = getattr(src.engine, "declared", None)
-        if not self._is_parquet or not declared or column not in declared:
-            return
-        if not is_numeric_type(declared[column], boolean=True):
+        if self._is_parquet and declared and column in declared:
+            kind = None if is_numeric_type(declared[column], boolean=True) else declared[column]
+        else:
+            kind = getattr(src.engine, "non_numeric", {}).get(column)
+        if kind is not None:
             raise SchemaError(
-                f"column {column!r} is declared {declared[column]}, not a number: choose a "
+                f"column {column!r} is declared {kind}, not a number: choose a "
                 "numeric (or boolean) column"
             )
 

@@ -90,7 +90,8 @@ def check_bounds(lo: float, hi: float) -> tuple[float, float]:
 def check_edges(edges: Sequence[float]) -> np.ndarray:
     """At least two finite, strictly increasing public cell edges."""
     e = np.asarray(edges, dtype=np.float64)
-    if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0):
+    # compared pairwise, not by np.diff: the gap between ±1e308 overflows to inf
+    if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or np.any(e[1:] <= e[:-1]):
         raise ParameterError(
             "edges must be at least two finite, strictly increasing numbers",
             parameter="edges",

@@ -29,6 +29,16 @@ DIALECT = Dialect(
 )
 
 
+#: built-in PostgreSQL types (pg_type OIDs) whose CAST to double precision fails or means
+#: nothing: text, dates and times, identifiers, documents, bytes
+_NON_NUMERIC_OIDS = {
+    18: "char", 19: "name", 25: "text", 1042: "character", 1043: "character varying",
+    1082: "date", 1083: "time", 1114: "timestamp", 1184: "timestamp with time zone",
+    1186: "interval", 1266: "time with time zone", 2950: "uuid", 114: "json", 3802: "jsonb",
+    17: "bytea", 142: "xml",
+}
+
+
 def connect(
     url: str, *, table: str | None = None, sql: str | None = None, timeout_s: float = 600.0
 ) -> SQLEngine:
@@ -61,6 +71,9 @@ def connect(
         with con.cursor() as cur:
             cur.execute(f"SELECT * FROM {relation} LIMIT 0")
             cols = [c.name for c in cur.description]
+            # the result's declared types (public: the schema and the query text)
+            non_numeric = {c.name: _NON_NUMERIC_OIDS[c.type_code] for c in cur.description
+                           if c.type_code in _NON_NUMERIC_OIDS}
         con.rollback()
     except psycopg.Error as exc:
         con.rollback()
@@ -72,6 +85,7 @@ def connect(
 
     engine = SQLEngine(DIALECT, execute, relation, cols, bucket_sql=bucket_sql)
     engine.connection = con  # type: ignore[attr-defined]
+    engine.non_numeric = non_numeric  # type: ignore[attr-defined]
     return engine
 
 

@@ -167,7 +167,8 @@ def label_map(e0: float, em: float, interior: np.ndarray) -> LabelMap | None:
         span = b - a
         inside = e[(e >= a) & (e < b)]
         if inside.size >= 2:
-            c = 2.0 / float(np.min(np.diff(inside)))
+            with np.errstate(over="ignore"):  # an infinite gap gives c = 0: refused below
+                c = 2.0 / float(np.min(np.diff(inside)))
         else:
             c = 1.0 / span if span > 0 else 1.0
         if not (math.isfinite(span) and math.isfinite(c) and c > 0 and math.isfinite(span * c)):

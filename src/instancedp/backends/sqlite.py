@@ -74,4 +74,17 @@ def connect(data: str, *, table: str | None = None, sql: str | None = None) -> S
 
     engine = SQLEngine(DIALECT, execute, relation, cols, bucket_sql=bucket_sql)
     engine.connection = con  # type: ignore[attr-defined]
+    if table is not None:  # the DDL's declared types are public schema (a SELECT has none)
+        info = con.execute("SELECT name, type FROM pragma_table_info(?)", [table])
+        engine.non_numeric = {  # type: ignore[attr-defined]
+            str(n): str(t) for n, t in info.fetchall() if not_a_number(str(t))}
     return engine
+
+
+def not_a_number(declared: str) -> bool:
+    """A declared type that holds text: SQLite's TEXT affinity (datatype3.html §3.1: the
+    type names CHAR, CLOB or TEXT and not INT) or a date or time (NUMERIC affinity, but
+    '2020-01-01' stays text).  CAST(… AS REAL) turns such text into a number silently
+    (0.0, or 2020.0), so the column is refused by name; other types (and none) are kept."""
+    t = declared.upper()
+    return "INT" not in t and any(k in t for k in ("CHAR", "CLOB", "TEXT", "DATE", "TIME"))
