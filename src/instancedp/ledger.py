@@ -1267,8 +1267,9 @@ class Ledger:
         b = self._budget_row(dataset_id, con)
         if b is None:
             raise LedgerError(
-                f"ledger {self.path} has no budget for dataset '{dataset_id}': create it with "
-                "`instancedp ledger init` or pass a budget"
+                f"ledger {self.path} has no budget for dataset '{dataset_id}': its owner "
+                "creates one with `instancedp ledger init` (or an owner's Session given a "
+                "budget)"
             )
         return b
 
