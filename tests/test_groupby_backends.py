@@ -190,6 +190,22 @@ def test_group_records_equal_one_single_release_per_group(tmp_path):
     assert r.parameters["per_group"]["median"]["base"] == "log"
 
 
+def _pairs(df: pd.DataFrame) -> list[tuple]:
+    """(k, v) rows of a numeric table, NaN as NULL (what a database or Spark holds)."""
+    return [(float(a), None if math.isnan(b) else float(b))
+            for a, b in zip(df.k, df.v, strict=True)]
+
+
+def _to_postgres(url: str, name: str, df: pd.DataFrame) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"DROP TABLE IF EXISTS {name}")
+        con.execute(f"CREATE TABLE {name} (k double precision, v double precision)")
+        with con.cursor() as cur:
+            cur.executemany(f"INSERT INTO {name} VALUES (%s, %s)", _pairs(df))
+
+
 # -- the staged median per group: one window statement, further reads where asked ----------
 STAGED = dict(epsilon=8.0, bounds=(0.0, 100.0))  # per statistic ε = 4: windows of ±10/±19 ranks
 
@@ -253,16 +269,9 @@ def test_staged_group_medians_on_files_and_sqlite(tmp_path, further_reads):
 
 
 def test_staged_group_medians_on_postgresql(postgres_url, further_reads):
-    import psycopg
 
     df = _staged_table()
-    with psycopg.connect(postgres_url, autocommit=True) as con:
-        con.execute("DROP TABLE IF EXISTS groups_s")
-        con.execute("CREATE TABLE groups_s (k double precision, v double precision)")
-        with con.cursor() as cur:
-            cur.executemany("INSERT INTO groups_s VALUES (%s, %s)",
-                            [(float(a), None if math.isnan(b) else float(b))
-                             for a, b in zip(df.k, df.v, strict=True)])
+    _to_postgres(postgres_url, "groups_s", df)
     got = _staged(postgres_url, where={"table": "groups_s"}).to_dict()
     assert got == _staged(open_source(df)).to_dict() and {str(k) for k in further_reads} == {"1.0"}
 
@@ -270,8 +279,7 @@ def test_staged_group_medians_on_postgresql(postgres_url, further_reads):
 @pytest.mark.xdist_group("spark")
 def test_staged_group_medians_on_spark(spark, further_reads):
     df = _staged_table()
-    sdf = spark.createDataFrame([(float(a), None if math.isnan(b) else float(b))
-                                 for a, b in zip(df.k, df.v, strict=True)], "k double, v double")
+    sdf = spark.createDataFrame(_pairs(df), "k double, v double")
     assert _staged(sdf).to_dict() == _staged(open_source(df)).to_dict()
     assert {str(k) for k in further_reads} == {"1.0"}
 
@@ -300,7 +308,6 @@ def _sorted(data, **kw):
 
 
 def test_group_min_max_equal_single_releases_on_every_engine(tmp_path, postgres_url):
-    import psycopg
 
     df = _sorted_table()
     r = group_release(open_source(df), "k", "v", "min,max", keys=SORTED_KEYS,
@@ -320,21 +327,14 @@ def test_group_min_max_equal_single_releases_on_every_engine(tmp_path, postgres_
     df.to_sql("t", con, index=False)
     con.close()
     assert _sorted(str(tmp_path / "m.db"), where={"table": "t"}) == want
-    with psycopg.connect(postgres_url, autocommit=True) as con:
-        con.execute("DROP TABLE IF EXISTS groups_m")
-        con.execute("CREATE TABLE groups_m (k double precision, v double precision)")
-        with con.cursor() as cur:
-            cur.executemany("INSERT INTO groups_m VALUES (%s, %s)",
-                            [(float(a), None if math.isnan(b) else float(b))
-                             for a, b in zip(df.k, df.v, strict=True)])
+    _to_postgres(postgres_url, "groups_m", df)
     assert _sorted(postgres_url, where={"table": "groups_m"}) == want
 
 
 @pytest.mark.xdist_group("spark")
 def test_group_min_max_on_spark(spark):
     df = _sorted_table()
-    sdf = spark.createDataFrame([(float(a), None if math.isnan(b) else float(b))
-                                 for a, b in zip(df.k, df.v, strict=True)], "k double, v double")
+    sdf = spark.createDataFrame(_pairs(df), "k double, v double")
     assert _sorted(sdf) == _sorted(open_source(df))
 
 
@@ -360,16 +360,8 @@ def test_csv_keys_stay_text_and_equal_the_reference(tmp_path):
 
 
 def test_postgresql_record_equals_numpy(postgres_url):
-    import psycopg
-
     df = _numeric_table()
-    with psycopg.connect(postgres_url, autocommit=True) as con:
-        con.execute("DROP TABLE IF EXISTS groups_r")
-        con.execute("CREATE TABLE groups_r (k double precision, v double precision)")
-        with con.cursor() as cur:
-            cur.executemany("INSERT INTO groups_r VALUES (%s, %s)",
-                            [(float(a), None if math.isnan(b) else float(b))
-                             for a, b in zip(df.k, df.v, strict=True)])
+    _to_postgres(postgres_url, "groups_r", df)
     got = _record(postgres_url, where={"table": "groups_r"})
     assert got == _record(open_source(df))
 
@@ -377,8 +369,7 @@ def test_postgresql_record_equals_numpy(postgres_url):
 @pytest.mark.xdist_group("spark")
 def test_spark_record_equals_numpy(spark):
     df = _numeric_table()
-    sdf = spark.createDataFrame([(float(a), None if math.isnan(b) else float(b))
-                                 for a, b in zip(df.k, df.v, strict=True)], "k double, v double")
+    sdf = spark.createDataFrame(_pairs(df), "k double, v double")
     # the count and fixed-point sum paths (the staged median on Spark has its own test
     # above; the candidate grid's histogram is checked key by key)
     kw = dict(keys=[0.0, 1.0, 7.0], stats="mean,count")
