@@ -1179,8 +1179,9 @@ def _markdown(summary: dict, out: Path, ours: list[str]) -> None:
     lines += [
         "",
         "## Bound-free (bounds=None) vs the best bounded peer, bounds 100× the data's range\n",
-        "`unbounded` is the release (`bounds=None`: Durfee's scan at 0.4ε places a bracket, "
-        "the exponential mechanism with the log base draws inside it); `scan-only` is "
+        "`unbounded` is the release (`bounds=None`: Durfee's scan, the library's default "
+        "share, places a bracket, the exponential mechanism with the log base draws inside "
+        "it); `scan-only` is "
         "Durfee's scan alone on a 1.001 grid (the earlier release), for comparison.\n",
         "| data | relation | release | geomean | min / q1 / median / q3 / max | cells ≤ 2× "
         "| cells |",
@@ -1269,11 +1270,15 @@ def _bound_free_sections(summary: dict) -> list[str]:
     if sw.get("table", {}).get("synthetic"):
         out += [
             "", "### The bound-free sweep: synthetic cells choose, real cells report\n",
-            "Configurations `unbounded-b<β>-s<scan share>-g<sign share>-k<k>`: grid ratio β, "
-            "the scan's share of ε (sign step included), the sign step's share; the rest goes "
-            "to the exponential mechanism on the bracket 4^max(1, k·q) below the scan's "
-            "value and 4^max(1, k·(1 − q)) above (a fixed factor in value: ⌈ln γ / ln β⌉ "
-            "grid steps; the library's rule is k = 6). Each (cell, relation) pair is "
+            "Configurations `unbounded-b<β>-s<scan share>-g<sign share>-k<k>-m<level>`: grid "
+            "ratio β, the scan's share of ε (sign step included), the sign step's share, the "
+            "level the scan looks for (`q`: q itself, bracket 4^max(1, k·q) below the scan's "
+            "value and 4^max(1, k·(1 − q)) above; `0.5`: the median, bracket 4^max(1, "
+            "k·(1 − q)) below and 4^max(1, k·q) above; `auto`: the level of q and ½ beyond "
+            "the median from 0, bracket 4^max(1, k·max(q, 1 − q)) toward 0 and 4^max(1, "
+            "k·min(q, 1 − q)) away); the rest of ε goes to the exponential mechanism on the "
+            "bracket (a fixed factor in value: ⌈ln γ / ln β⌉ grid steps). Each (cell, "
+            "relation) pair is "
             "compared with the best bounded peer (bounds 100× the data's range) per "
             "statistic.\n",
             f"Selection criterion, declared before the sweep ran: {sw['criterion']}.\n",

@@ -561,7 +561,7 @@ class UnboundedQuantile(Mechanism):
                                          self._delta(up), self.beta, self.scale, source)
         g0 = float(counts.at_most(np.zeros(1))[0]) - self.sign_q * counts.n
         noise = float(_laplace(self._delta(self.sign_q) / eps_sign, 1, source)[0])
-        if g0 + noise >= 0.0:  # the quantile is ≤ 0: scan the negated rows for 1 − level
+        if g0 + noise >= 0.0:  # the sign level's quantile is ≤ 0: scan the negated rows
             return -above_threshold_index(counts, down, eps_t, eps_q, self._delta(down),
                                           self.beta, self.scale, source, negated=True)
         return above_threshold_index(counts, up, eps_t, eps_q, self._delta(up), self.beta,
