@@ -43,19 +43,24 @@ the defaults and the private tie choice only, OpenDP without its 4,001-point
 grid; peers included when their environment exists: about 50 CPU-seconds
 (under a minute on two idle cores; 2 min 44 s on a machine loaded to 18
 runnable processes).  Full (no options):
-10 columns (6 real, 4 synthetic), 160 cells, 100 × 5 = 500 trials per cell,
-creates the peers' environments when missing.  Cost, measured in CPU seconds
-per cell (``time.process_time`` in each worker; a 100-trial run of the full
-configuration scaled to 500 trials): OpenDP 14 CPU-minutes (both relations;
-its 4,001-point grid is the largest part), instancedp 8, Tumult 2.5,
-diffprivlib 2, the workers' imports under 1: about 27 CPU-minutes in all,
-about 14 minutes of wall time with ``--jobs 2`` on two idle cores (on a
-machine loaded to 12 runnable processes the 100-trial run took 18 minutes:
-the CPU seconds do not change, the wall time does).  The bound-free sweep
-(``bound_free_variants``: 19 configurations on the 80 x100 cells) adds about
-16 CPU-minutes (972 CPU-seconds measured for instancedp's x100 cells with
-``--bound-free-only``): about 43 CPU-minutes in all, 22 minutes of wall time
-with ``--jobs 2`` on two idle cores.  ``--subsamples`` scales it linearly.
+11 columns (6 real, 5 synthetic: the fifth, ``normal-4200``, far from 0, on its
+own generator), 220 cells (the 160 of q = 0.5 and 0.9 with wide and x100 bounds,
+then the bound-free rows at q = 0.1: x100 only, and ``normal-4200``'s 20), 100 × 5
+= 500 trials per cell, creates the peers' environments when missing.  Cost,
+measured in CPU seconds per cell (``time.process_time`` in each worker; a
+100-trial run of the 160-cell configuration scaled to 500 trials): OpenDP 14
+CPU-minutes (both relations; its 4,001-point grid is the largest part),
+instancedp 8, Tumult 2.5, diffprivlib 2, the workers' imports under 1: about 27
+CPU-minutes in all, about 14 minutes of wall time with ``--jobs 2`` on two idle
+cores (on a machine loaded to 12 runnable processes the 100-trial run took 18
+minutes: the CPU seconds do not change, the wall time does).  The bound-free
+sweep (``bound_free_variants``: 6 configurations on the 140 x100 cells) took 503
+CPU-seconds for instancedp's 132 x100 cells with ``--bound-free-only``; the 60
+added cells add about 37 % to the peers' time: about 45 CPU-minutes in all, some
+23 minutes of wall time with ``--jobs 2`` on two idle cores (an estimate from
+these parts; the whole run was not timed in one piece after the cells were
+added).
+``--subsamples`` scales it linearly.
 
 Tuning the bound-free release: ``--bound-free-only --only-kind synthetic --out
 DIR`` (DIR holding a copy of the saved JSON) redraws the synthetic x100 cells
