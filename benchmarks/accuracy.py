@@ -43,19 +43,24 @@ the defaults and the private tie choice only, OpenDP without its 4,001-point
 grid; peers included when their environment exists: about 50 CPU-seconds
 (under a minute on two idle cores; 2 min 44 s on a machine loaded to 18
 runnable processes).  Full (no options):
-10 columns (6 real, 4 synthetic), 160 cells, 100 × 5 = 500 trials per cell,
-creates the peers' environments when missing.  Cost, measured in CPU seconds
-per cell (``time.process_time`` in each worker; a 100-trial run of the full
-configuration scaled to 500 trials): OpenDP 14 CPU-minutes (both relations;
-its 4,001-point grid is the largest part), instancedp 8, Tumult 2.5,
-diffprivlib 2, the workers' imports under 1: about 27 CPU-minutes in all,
-about 14 minutes of wall time with ``--jobs 2`` on two idle cores (on a
-machine loaded to 12 runnable processes the 100-trial run took 18 minutes:
-the CPU seconds do not change, the wall time does).  The bound-free sweep
-(``bound_free_variants``: 19 configurations on the 80 x100 cells) adds about
-16 CPU-minutes (972 CPU-seconds measured for instancedp's x100 cells with
-``--bound-free-only``): about 43 CPU-minutes in all, 22 minutes of wall time
-with ``--jobs 2`` on two idle cores.  ``--subsamples`` scales it linearly.
+11 columns (6 real, 5 synthetic: the fifth, ``normal-4200``, far from 0, on its
+own generator), 220 cells (the 160 of q = 0.5 and 0.9 with wide and x100 bounds,
+then the bound-free rows at q = 0.1: x100 only, and ``normal-4200``'s 20), 100 × 5
+= 500 trials per cell, creates the peers' environments when missing.  Cost,
+measured in CPU seconds per cell (``time.process_time`` in each worker; a
+100-trial run of the 160-cell configuration scaled to 500 trials): OpenDP 14
+CPU-minutes (both relations; its 4,001-point grid is the largest part),
+instancedp 8, Tumult 2.5, diffprivlib 2, the workers' imports under 1: about 27
+CPU-minutes in all, about 14 minutes of wall time with ``--jobs 2`` on two idle
+cores (on a machine loaded to 12 runnable processes the 100-trial run took 18
+minutes: the CPU seconds do not change, the wall time does).  The bound-free
+sweep (``bound_free_variants``: 6 configurations on the 140 x100 cells) took 503
+CPU-seconds for instancedp's 132 x100 cells with ``--bound-free-only``; the 60
+added cells add about 37 % to the peers' time: about 45 CPU-minutes in all, some
+23 minutes of wall time with ``--jobs 2`` on two idle cores (an estimate from
+these parts; the whole run was not timed in one piece after the cells were
+added).
+``--subsamples`` scales it linearly.
 
 Tuning the bound-free release: ``--bound-free-only --only-kind synthetic --out
 DIR`` (DIR holding a copy of the saved JSON) redraws the synthetic x100 cells
@@ -183,38 +188,44 @@ def bounds_for(col: np.ndarray, kind: str) -> tuple[float, float]:
 LOG_SCALE_SWEEP = (1e-2, 1e-1)
 
 
-#: the bound-free release's sweep (full run only): the grid ratio β at the default
-#: shares and bracket; the scan's share of ε (sign step included) and the sign step's
-#: at three β; the bracket rule 4^max(1, k·q) below, 4^max(1, k·(1 − q)) above at two β
-BOUND_FREE_BETAS = (1.01, 1.05, 1.1, 1.25, 1.5, 2.0)
-BOUND_FREE_SHARES = ((0.4, 0.1), (0.6, 0.1), (0.4, 0.05), (0.6, 0.05))
-BOUND_FREE_SHARE_BETAS = (1.01, 1.1, 1.5)
-BOUND_FREE_BRACKETS = (6, 9, 12)
-BOUND_FREE_BRACKET_BETAS = (1.01, 1.1)
+#: the bound-free release's sweep (full run only).  An earlier sweep (β ∈ {1.01, 1.05,
+#: 1.1, 1.25, 1.5, 2}, scan shares 0.4/0.6, sign shares 0.1/0.05, k ∈ {6, 9, 12}, the scan
+#: looking for q itself) chose β = 1.01, 0.4/0.1, k = 6; its dominated variants are
+#: dropped.  This one varies what the scan looks for: q itself (``q``: the earlier
+#: default), the median (``0.5``), or the level of q and ½ beyond the median from 0
+#: (``auto``: the median for q < ½ upward, q for q ≥ ½; mirrored on the negated rows) —
+#: (β, scan share, sign share, k of the bracket rule, the scan's level)
+BOUND_FREE_SWEEP = (
+    (1.01, 0.4, 0.1, 6, "q"),
+    (1.01, 0.4, 0.1, 6, "auto"),
+    (1.01, 0.4, 0.1, 4, "auto"),
+    (1.01, 0.3, 0.1, 6, "auto"),
+    (1.01, 0.4, 0.1, 6, 0.5),
+    (1.01, 0.4, 0.1, 4, 0.5),
+)
 
 
 def bound_free_variants() -> list[tuple[str, dict]]:
     """(name, UnboundedQuantile keywords) of the sweep; the name states every parameter:
-    ``unbounded-b<β>-s<scan share>-g<sign share>-k<k of the bracket rule>``."""
-    out = []
-    for beta in BOUND_FREE_BETAS:
-        for scan, sign in BOUND_FREE_SHARES:
-            for k in BOUND_FREE_BRACKETS:
-                if (((scan, sign) != BOUND_FREE_SHARES[0] and beta not in BOUND_FREE_SHARE_BETAS)
-                        or (k != BOUND_FREE_BRACKETS[0]
-                            and (beta not in BOUND_FREE_BRACKET_BETAS
-                                 or (scan, sign) != BOUND_FREE_SHARES[0]))):
-                    continue
-                out.append((f"unbounded-b{beta:g}-s{scan:g}-g{sign:g}-k{k:g}",
-                            dict(beta=beta, scan_fraction=scan, sign_fraction=sign, k=k)))
-    return out
+    ``unbounded-b<β>-s<scan share>-g<sign share>-k<k of the bracket rule>-m<the scan's
+    level>``."""
+    return [(f"unbounded-b{beta:g}-s{scan:g}-g{sign:g}-k{k:g}-m{m}",
+             dict(beta=beta, scan_fraction=scan, sign_fraction=sign, k=k, scan_quantile=m))
+            for beta, scan, sign, k, m in BOUND_FREE_SWEEP]
 
 
-def bracket_rule(k: float, q: float) -> tuple[float, float]:
-    """The sweep's bracket rule, UnboundedQuantile's ``bracket``: a factor 4^max(1, k·q)
-    below the scan's value and 4^max(1, k·(1 − q)) above (the library's
-    :func:`~instancedp.mechanisms.unbounded.default_bracket` is k = 6)."""
-    return 4.0 ** max(1.0, k * q), 4.0 ** max(1.0, k * (1.0 - q))
+def bound_free_keywords(kw: dict, q: float) -> dict:
+    """UnboundedQuantile's keywords for one sweep variant at level q: the bracket by the
+    library's rules (``default_bracket`` for ``auto``, ``bracket_rule`` for a fixed
+    level)."""
+    from instancedp.mechanisms.unbounded import bracket_rule, default_bracket
+
+    kw = dict(kw)
+    k, m = kw.pop("k"), kw.pop("scan_quantile")
+    if m == "auto":
+        return dict(kw, bracket=default_bracket(q, k))
+    level = q if m == "q" else float(m)
+    return dict(kw, scan_quantile=level, bracket=bracket_rule(k, q, level))
 
 
 def our_methods(cell: dict, quick: bool = False) -> dict:
@@ -257,8 +268,8 @@ def our_methods(cell: dict, quick: bool = False) -> dict:
                 # the sweep the defaults are chosen from (synthetic cells only:
                 # select_bound_free); a variant equal to the default reuses its draws
                 for name, kw in bound_free_variants():
-                    kw = dict(kw, bracket=bracket_rule(kw.pop("k"), q))
-                    out[f"{name}/{tag}"] = UnboundedQuantile(q, eps, neighbours=rel, **kw)
+                    out[f"{name}/{tag}"] = UnboundedQuantile(
+                        q, eps, neighbours=rel, **bound_free_keywords(kw, q))
             continue
         public_n = n if rel == "substitution" else None
         out[f"default/{tag}"] = build_mechanism(
@@ -508,10 +519,8 @@ def code_hash() -> str:
 
     h = hashlib.sha1()
     h.update((inspect.getsource(our_methods) + inspect.getsource(bound_free_variants)
-              + inspect.getsource(bracket_rule)
-              + repr((LOG_SCALE_SWEEP, BOUND_FREE_BETAS, BOUND_FREE_SHARES,
-                      BOUND_FREE_SHARE_BETAS, BOUND_FREE_BRACKETS,
-                      BOUND_FREE_BRACKET_BETAS))).encode())
+              + inspect.getsource(bound_free_keywords)
+              + repr((LOG_SCALE_SWEEP, BOUND_FREE_SWEEP))).encode())
     src = ROOT / "src" / "instancedp"
     for path in sorted([*src.glob("mechanisms/*.py"), *src.glob("queries/*.py"),
                         *src.glob("noise/*.py"), src / "recipes.py", src / "random.py"]):
@@ -608,7 +617,46 @@ def build_cells(args, log) -> tuple[list[dict], dict[str, np.ndarray]]:
                                 seed=seed,
                             )
                         )
+    # the bound-free rows at a low quantile (x100 bounds only; appended, so the cells
+    # above keep their seeds and their cached draws)
+    for name, (col, res, kind) in columns.items():
+        for n in (101, 1001):
+            skey = f"{name}|n={n}"
+            lo, hi = bounds_for(col, "x100")
+            for eps in (0.25, 1.0):
+                for q in LOW_QS:
+                    seed += 1
+                    cells.append(dict(key=f"{skey}|eps={eps}|q={q}|x100", sample=skey,
+                                      column=name, kind=kind, n=n, epsilon=eps, q=q,
+                                      bounds="x100", lower=lo, upper=hi, resolution=res,
+                                      seed=seed))
+    # a synthetic column far from 0 (a body mass in grams: N(4200, 800)), where a scan
+    # crosses some 800 grid steps before the data; its own generator, appended last, so
+    # the columns above keep their subsamples and cells
+    if not args.quick and not syn:
+        rng2 = np.random.default_rng(20261125)
+        col = rng2.normal(4200.0, 800.0, 20000)
+        for n in (101, 1001):
+            skey = f"{SCALE_COLUMN}|n={n}"
+            samples[skey] = col[rng2.integers(0, col.size, size=(args.subsamples, n))]
+            for bkind in ("wide", "x100"):
+                lo, hi = bounds_for(col, bkind)
+                for eps in (0.25, 1.0):
+                    for q in (0.5, 0.9) + (LOW_QS if bkind == "x100" else ()):
+                        seed += 1
+                        cells.append(dict(key=f"{skey}|eps={eps}|q={q}|{bkind}", sample=skey,
+                                          column=SCALE_COLUMN, kind="synthetic", n=n,
+                                          epsilon=eps, q=q, bounds=bkind, lower=lo, upper=hi,
+                                          resolution=None, seed=seed))
     return cells, samples
+
+
+SCALE_COLUMN = "normal-4200"
+
+
+#: the low quantiles of the bound-free rows (a scan for a low q crosses the grid below
+#: the data with a margin of only q·n)
+LOW_QS = (0.1,)
 
 
 def truth(samples: np.ndarray, q: float) -> np.ndarray:
@@ -704,10 +752,12 @@ def main(argv: list[str] | None = None) -> int:
                     and (not args.only_kind or c["kind"] == args.only_kind))
 
         old = json.loads((args.out / "accuracy.json").read_text())
-        want = {c["key"] for c in cells if not redraw(c)}
+        # a cell the saved JSON lacks (a new cell) is drawn in full, peers included
+        saved = {r["key"] for r in old["cells"]}
+        want = {c["key"] for c in cells if not redraw(c) and c["key"] in saved}
         kept = {r["key"]: r for r in old["cells"] if r["key"] in want}
         if (old.get("subsamples"), old.get("draws")) != (args.subsamples, args.draws) or \
-                sorted(kept) != sorted(want) or len(old["cells"]) != len(cells):
+                sorted(kept) != sorted(want) or not saved <= {c["key"] for c in cells}:
             raise SystemExit("--bound-free-only and --only-kind need the saved JSON of the "
                              "same configuration")
         log(f"{len(kept)} cells kept from {args.out / 'accuracy.json'}")
@@ -987,7 +1037,9 @@ def _unb_ratio(r: dict, tag: str, name: str = "unbounded", stat: str = "mae") ->
 
 #: the criterion the bound-free defaults are chosen by, declared before the sweep ran
 SELECTION = (
-    "over the synthetic x100 cells under both relations, the most (cell, relation) pairs "
+    "over the synthetic x100 cells (q = 0.1, 0.5 and 0.9; the columns lognormal, poisson, "
+    "mixture, few-values and normal-4200) under both relations, the most (cell, relation) "
+    "pairs "
     "where the release is within 2× of the best bounded peer in BOTH the mean and the "
     "median absolute error (the best peer taken per statistic); ties broken by the "
     "smaller geometric mean of all those ratios (MAE and median, both relations); the "
@@ -1132,8 +1184,9 @@ def _markdown(summary: dict, out: Path, ours: list[str]) -> None:
     lines += [
         "",
         "## Bound-free (bounds=None) vs the best bounded peer, bounds 100× the data's range\n",
-        "`unbounded` is the release (`bounds=None`: Durfee's scan at 0.4ε places a bracket, "
-        "the exponential mechanism with the log base draws inside it); `scan-only` is "
+        "`unbounded` is the release (`bounds=None`: Durfee's scan, the library's default "
+        "share, places a bracket, the exponential mechanism with the log base draws inside "
+        "it); `scan-only` is "
         "Durfee's scan alone on a 1.001 grid (the earlier release), for comparison.\n",
         "| data | relation | release | geomean | min / q1 / median / q3 / max | cells ≤ 2× "
         "| cells |",
@@ -1222,11 +1275,15 @@ def _bound_free_sections(summary: dict) -> list[str]:
     if sw.get("table", {}).get("synthetic"):
         out += [
             "", "### The bound-free sweep: synthetic cells choose, real cells report\n",
-            "Configurations `unbounded-b<β>-s<scan share>-g<sign share>-k<k>`: grid ratio β, "
-            "the scan's share of ε (sign step included), the sign step's share; the rest goes "
-            "to the exponential mechanism on the bracket 4^max(1, k·q) below the scan's "
-            "value and 4^max(1, k·(1 − q)) above (a fixed factor in value: ⌈ln γ / ln β⌉ "
-            "grid steps; the library's rule is k = 6). Each (cell, relation) pair is "
+            "Configurations `unbounded-b<β>-s<scan share>-g<sign share>-k<k>-m<level>`: grid "
+            "ratio β, the scan's share of ε (sign step included), the sign step's share, the "
+            "level the scan looks for (`q`: q itself, bracket 4^max(1, k·q) below the scan's "
+            "value and 4^max(1, k·(1 − q)) above; `0.5`: the median, bracket 4^max(1, "
+            "k·(1 − q)) below and 4^max(1, k·q) above; `auto`: the level of q and ½ beyond "
+            "the median from 0, bracket 4^max(1, k·max(q, 1 − q)) toward 0 and 4^max(1, "
+            "k·min(q, 1 − q)) away); the rest of ε goes to the exponential mechanism on the "
+            "bracket (a fixed factor in value: ⌈ln γ / ln β⌉ grid steps). Each (cell, "
+            "relation) pair is "
             "compared with the best bounded peer (bounds 100× the data's range) per "
             "statistic.\n",
             f"Selection criterion, declared before the sweep ran: {sw['criterion']}.\n",

@@ -6,41 +6,59 @@ bracket the scan released.
 No bound on the data is needed, and none is made up (no ±1e308, no data
 minimum or maximum).
 
-**Stage 1: the scan** (``scan_fraction`` of ε, default 0.4, on a grid of
+**Stage 1: the scan** (``scan_fraction`` of ε, default 0.3, on a grid of
 ratio β = 1.01).  The candidates are the public grid v(j) = origin +
 sign(j)·scale·(β^|j| − 1), j an integer (``origin`` = a public lower bound
 when the caller has one, and then j ≥ 0; else 0, and the grid runs both
-ways).  With g(c) = #{x ≤ c} − q·n = (1 − q)·#{x ≤ c} − q·#{x > c},
-non-decreasing in c and crossing 0 at the q-quantile, the scan releases the
-first index whose noisy score clears a noisy threshold (AboveThreshold, Dwork
-& Roth 2014, Alg. 1; Lyu, Su & Li 2017, Alg. 1 and Thm. 2):
+ways).  For a level L, with g(c) = #{x ≤ c} − L·n = (1 − L)·#{x ≤ c} −
+L·#{x > c}, non-decreasing in c and crossing 0 at the L-quantile, the scan
+releases the first index whose noisy score clears a noisy threshold
+(AboveThreshold, Dwork & Roth 2014, Alg. 1; Lyu, Su & Li 2017, Alg. 1 and
+Thm. 2):
 
     ρ ~ Lap(Δ/ε₁),   index j for the first j with g(v(j)) + ν_j ≥ ρ,
     ν_j ~ Lap(2Δ/ε₂),   ε₁ + ε₂ = ε_AT,   ε₁ : ε₂ = 1 : 2^{2/3}  (Lyu et al. §4.2).
 
-g moves by at most Δ = max(q, 1 − q) when a row is added or removed and by
+g moves by at most Δ = max(L, 1 − L) when a row is added or removed and by
 Δ = 1 under substitution, for every candidate at once, which is what
 AboveThreshold's proof needs; n appears only inside g, whose Δ covers n's
 change.  Only the index is released, so the scan is ε_AT-DP.
 
 Without a public lower bound a first, cheap step decides the side: the sign of
-g(0) + Lap(Δ/ε_s) (ε_s = ``sign_fraction``·ε, default 0.1·ε, part of the
-scan's share: ε_AT = (``scan_fraction`` − ``sign_fraction``)·ε).  If it says
-the quantile lies above 0, the scan runs upward from 0; if below, it runs on
-the negated rows for the (1 − q)-quantile and the index is negated.  The grid
-ends where its candidates leave the floating-point range; a scan that reaches
-the end releases the last finite index (a public rule).
+g_½(0) + Lap(Δ_½/ε_s), the median's side (ε_s = ``sign_fraction``·ε, default
+0.1·ε, part of the scan's share: ε_AT = (``scan_fraction`` −
+``sign_fraction``)·ε).  If it says the median lies above 0, the scan runs
+upward from 0; if below, it runs on the negated rows and the index is negated.
+The grid ends where its candidates leave the floating-point range; a scan
+that reaches the end releases the last finite index (a public rule).
+
+**The scan's level** (``scan_levels``): the one of q and ½ beyond the median
+from 0 in the scan's direction — max(q, ½) upward, min(q, ½) on the negated
+rows (there the level 1 − min(q, ½) ≥ ½ of −x).  Below the data g = −L·n and
+the scan crosses ln(1 + V/scale)/ln β candidates (≈ 800 for data near
+V = 4000 at β = 1.01), each a chance that the query noise beats the margin
+L·n; a scan for q = 0.1 itself has a fifth of the median's margin and stopped
+far below such data (on a stand-in for a public table's body masses, n = 342,
+ε = 1: half the releases off by more than 50 %), and the bracket then missed
+the data.  With L ≥ ½ the margin before the data is ≥ n/2; past the data the
+overshoot is the one a scan for a high q has always had.  The levels depend
+on q and the sign step's public output only.  ``scan_quantile`` fixes one
+level for both sides (the sweep's variants); ``scan_fraction=1`` (the scan is
+the release) looks for q itself, the sign step too.
 
 **Stage 2: the exponential mechanism on the bracket** (the rest of ε, ε₃).
-With j the scan's index, ``bracket`` = (γ_down, γ_up) and K_d, K_u =
+With j the scan's index, (γ_down, γ_up) the bracket of j's side
+(``bracket`` for j ≥ 0, ``bracket_below`` for j < 0) and K_d, K_u =
 ⌈log γ/log β⌉ (public), the bracket is R = [v(j − K_d), v(j + K_u)] (indices
 kept inside the grid; with an origin, j − K_d stops at 0): a factor γ either
 side of the scan's value, away from 0.  Default (:func:`default_bracket`):
-γ_down = 4^max(1, 6q), γ_up = 4^max(1, 6(1 − q)) — the median's bracket is a
-factor 64 either way, q = 0.9's a factor 4 above and 4^5.4 below.  The
-release is :class:`~instancedp.mechanisms.quantile.ExponentialQuantile` with
-the log base over R on the rows clamped to R (a row-by-row map fixed by
-R), drawn exactly.  Given R it is ε₃-DP (McSherry & Talwar 2007, Thm. 6);
+4^max(1, 6·max(q, 1 − q)) toward 0 and 4^max(1, 6·min(q, 1 − q)) away from
+0 — the median's bracket is a factor 64 either way, q = 0.1's and q = 0.9's
+4^5.4 toward 0 (where the q-quantile lies from a median scan's value or from
+an overshoot) and 4 away.  The release is
+:class:`~instancedp.mechanisms.quantile.ExponentialQuantile` with the log base
+over R on the rows clamped to R (a row-by-row map fixed by R), drawn exactly.
+Given R it is ε₃-DP (McSherry & Talwar 2007, Thm. 6);
 the pair (j, value) is (ε_s + ε_AT + ε₃)-DP by adaptive sequential composition
 (Dwork & Roth 2014, Thm. 3.16 with the second stage chosen from the first's
 public output), and the value alone is post-processing of the pair.  The
@@ -49,18 +67,22 @@ place R, and inside R the error is the exponential mechanism's
 ln(|R|/gap)/ε₃ with |R| a multiple of the quantile's own magnitude rather
 than of a loose public range (in the log base's chart a wide side costs
 little).  The cost: when the scan stops far from the quantile (small n·ε, a
-long stretch of the grid below it: AboveThreshold's early stop) the bracket
-misses it and the release is clamped near R's end.  ``scan_fraction=1`` is
+long stretch of the grid below it: AboveThreshold's early stop, even with the
+margin n/2) the bracket misses it and the release is clamped near R's end.
+``scan_fraction=1`` is
 Durfee's release alone (the scan's value v(j)).
 
-**The defaults** (scan 0.4ε with the sign step's 0.1ε, β = 1.01, the bracket
+**The defaults** (scan 0.3ε with the sign step's 0.1ε, β = 1.01, the bracket
 rule k = 6 of :func:`default_bracket`) were chosen on synthetic columns only,
 by a rule declared before the sweep ran (``benchmarks/accuracy.py``,
 ``bound_free_variants`` and ``SELECTION``: the most cells within 2× of the best
 bounded peer in both the mean and the median absolute error, bounds 100× the
-data, both relations): β ∈ {1.01, 1.05, 1.1, 1.25, 1.5, 2}, scan shares 0.4
-and 0.6, sign shares 0.1 and 0.05, k ∈ {6, 9, 12}; ``docs/results/
-accuracy.md`` has the table and reports the real columns.  Why the grid stays
+data, both relations): first β ∈ {1.01, 1.05, 1.1, 1.25, 1.5, 2}, scan shares
+0.4 and 0.6, sign shares 0.1 and 0.05, k ∈ {6, 9, 12} with a scan for q
+itself; then the scan's level (q itself, the median, or the level beyond the
+median) and the scan's share 0.3 or 0.4, with q = 0.1 cells and a column in
+the thousands added (the level beyond the median at 0.3 won by one pair);
+``docs/results/accuracy.md`` has the table and reports the real columns.  Why the grid stays
 this fine although the scan only places a bracket: a coarser grid has fewer
 steps below the data (ln(1 + v/scale)/ln β of them, each a chance to stop
 early), which helps medians at small n·ε (the median absolute error improves a
@@ -339,13 +361,16 @@ class UnboundedQuantile(Mechanism):
     exponential mechanism on the bracket it released).
 
     ``UnboundedQuantile(query, epsilon, *, origin=None, beta=1.01, scale=1.0,
-    sign_fraction=0.1, scan_fraction=0.4, bracket=None)``; ``query`` is a
-    quantile query (only its q and its relation are read: no bounds) or the
-    number q, with ``neighbours=`` then naming the relation (default
-    add/remove).  ``origin``: a public lower bound, if the caller has one (the
-    scan starts there and no sign step is needed).  ``scan_fraction=1``:
-    Durfee's scan alone, on the grid of ratio ``beta``.  Guarantee:
-    ``PureDP(epsilon)``.
+    sign_fraction=0.1, scan_fraction=0.3, bracket=None, scan_quantile=None)``;
+    ``query`` is a quantile query (only its q and its relation are read: no
+    bounds) or the number q, with ``neighbours=`` then naming the relation
+    (default add/remove).  ``origin``: a public lower bound, if the caller has
+    one (the scan starts there and no sign step is needed).
+    ``scan_fraction=1``: Durfee's scan alone, on the grid of ratio ``beta``.
+    ``bracket``: a factor > 1, a pair (down, up), or two pairs (for j ≥ 0,
+    for j < 0); default :func:`default_bracket`.  ``scan_quantile``: one
+    level for the scan on both sides (default: the level beyond the median,
+    module docstring).  Guarantee: ``PureDP(epsilon)``.
     """
 
     name = "unbounded_quantile"
@@ -360,8 +385,9 @@ class UnboundedQuantile(Mechanism):
         beta: float = 1.01,
         scale: float = 1.0,
         sign_fraction: float = 0.1,
-        scan_fraction: float = 0.4,
+        scan_fraction: float = 0.3,
         bracket: Any = None,
+        scan_quantile: float | None = None,
     ) -> None:
         if hasattr(query, "q"):
             self.q = float(query.q)
@@ -406,16 +432,40 @@ class UnboundedQuantile(Mechanism):
                 f"sign_fraction ({self.sign_fraction:g}) must be below scan_fraction ({sf:g}): "
                 "the sign step is part of the scan's share of epsilon",
                 parameter="sign_fraction", allowed=f"< {sf:g}")
+        # the levels the scan looks for (public: q and the shares), upward from 0 and on
+        # the negated rows: by default the one of q and ½ beyond the median from 0, so
+        # the scan crosses the stretch of grid before the data with a margin ≥ n/2;
+        # q itself when the scan is the release
+        self.scan_quantile = scan_quantile
+        if scan_quantile is None:
+            up, down = (max(self.q, 0.5), min(self.q, 0.5)) if sf < 1.0 else (self.q, self.q)
+            self.scan_levels, self.sign_q = (up, down), (0.5 if sf < 1.0 else self.q)
+        else:
+            lv = _validate.in_open_interval(scan_quantile, "scan_quantile", 0.0, 1.0)
+            if sf == 1.0 and lv != self.q:
+                raise ParameterError(
+                    f"scan_quantile ({lv:g}) must be q ({self.q:g}) when the scan is the "
+                    "release (scan_fraction=1)", parameter="scan_quantile", allowed=f"{self.q:g}")
+            self.scan_levels, self.sign_q = (lv, lv), lv
         if bracket is None:
-            bracket = default_bracket(self.q)
-        pair = bracket if isinstance(bracket, tuple | list) else (bracket, bracket)
-        if len(pair) != 2:
-            raise ParameterError(f"bracket must be a number > 1 or a pair (down, up) of them, "
-                                 f"got {bracket!r}", parameter="bracket", allowed="> 1")
-        self.bracket = tuple(_greater_than_one(b, "bracket") for b in pair)
-        # the bracket's half-width in grid steps (public)
-        self._steps = tuple(max(1, math.ceil(math.log(b) / math.log(self.beta)))
-                            for b in self.bracket)
+            bracket = (default_bracket(self.q) if scan_quantile is None
+                       else bracket_rule(6.0, self.q, self.scan_levels[0]))
+        sides = (bracket if isinstance(bracket, tuple | list) and len(bracket) == 2
+                 and all(isinstance(b, tuple | list) for b in bracket) else (bracket, bracket))
+        pairs = []
+        for one in sides:
+            pair = one if isinstance(one, tuple | list) else (one, one)
+            if len(pair) != 2:
+                raise ParameterError(
+                    f"bracket must be a number > 1, a pair (down, up) of them, or two such "
+                    f"pairs (for j >= 0, j < 0), got {bracket!r}", parameter="bracket",
+                    allowed="> 1")
+            pairs.append(tuple(_greater_than_one(b, "bracket") for b in pair))
+        self.bracket, self.bracket_below = pairs
+        # the bracket's half-widths in grid steps (public), for j ≥ 0 and for j < 0
+        self._steps = {side: tuple(max(1, math.ceil(math.log(b) / math.log(self.beta)))
+                                   for b in pair)
+                       for side, pair in ((1, self.bracket), (-1, self.bracket_below))}
         self._end = grid_end(self.beta, self.scale)
 
     @property
@@ -444,13 +494,14 @@ class UnboundedQuantile(Mechanism):
         }
         if self.two_stage:
             p["stages"] = {
-                "scan": {"epsilon": self.scan_fraction * self.epsilon},
+                "scan": {"epsilon": self.scan_fraction * self.epsilon,
+                         "sign_quantile": self.sign_q,
+                         "quantile": {"upward": self.scan_levels[0],
+                                      "negated": self.scan_levels[1]}},
                 "exponential": {
                     "epsilon": self.epsilon - self.scan_fraction * self.epsilon,
                     "base": "log",
-                    "range": f"[v(j - {self._steps[0]}), v(j + {self._steps[1]})] "
-                             f"(factors {self.bracket[0]:g} down, {self.bracket[1]:g} up), "
-                             "j the scan's index",
+                    "range": self._range_text(),
                 },
                 "composition": "sequential",
             }
@@ -471,12 +522,24 @@ class UnboundedQuantile(Mechanism):
         v = float(geometric_candidates(abs(j), 1, self.beta, self.scale)[0])
         return -v + 0.0 if j < 0 else v
 
+    def _range_text(self) -> str:
+        def one(side: int, pair: tuple[float, float]) -> str:
+            k = self._steps[side]
+            return (f"[v(j - {k[0]}), v(j + {k[1]})] (factors {pair[0]:g} down, "
+                    f"{pair[1]:g} up)")
+
+        if self.bracket_below == self.bracket:
+            return one(1, self.bracket) + ", j the scan's index"
+        return (one(1, self.bracket) + " for j >= 0, " + one(-1, self.bracket_below)
+                + " for j < 0, j the scan's index")
+
     def bracket_for(self, j: int) -> tuple[float, float]:
-        """R = [v(j − K), v(j + K)] (module docstring; public given j)."""
-        lo_j = j - self._steps[0]
+        """R = [v(j − K_d), v(j + K_u)] (module docstring; public given j)."""
+        down, up = self._steps[1 if j >= 0 else -1]
+        lo_j = j - down
         if self.origin is not None:
             lo_j = max(lo_j, 0)
-        return self.value_at(lo_j), self.value_at(j + self._steps[1])
+        return self.value_at(lo_j), self.value_at(j + up)
 
     def _rows(self, data: Any) -> np.ndarray:
         return sorted_rows(data, -math.inf, math.inf)
@@ -492,14 +555,22 @@ class UnboundedQuantile(Mechanism):
     def scan_index(self, counts: RankCounts, source: RandomSource) -> int:
         """The scan-only release's signed index j (sign step, then one scan)."""
         eps_sign, eps_t, eps_q = self._budgets()
-        args = (eps_t, eps_q, self.delta, self.beta, self.scale, source)
+        up, down = self.scan_levels
         if self.origin is not None:
-            return above_threshold_index(_Shifted(counts, self.origin), self.q, *args)
-        g0 = float(counts.at_most(np.zeros(1))[0]) - self.q * counts.n
-        below = g0 + float(_laplace(self.delta / eps_sign, 1, source)[0]) >= 0.0
-        if below:  # the quantile is ≤ 0: scan the negated rows for 1 − q
-            return -above_threshold_index(counts, self.q, *args, negated=True)
-        return above_threshold_index(counts, self.q, *args)
+            return above_threshold_index(_Shifted(counts, self.origin), up, eps_t, eps_q,
+                                         self._delta(up), self.beta, self.scale, source)
+        g0 = float(counts.at_most(np.zeros(1))[0]) - self.sign_q * counts.n
+        noise = float(_laplace(self._delta(self.sign_q) / eps_sign, 1, source)[0])
+        if g0 + noise >= 0.0:  # the sign level's quantile is ≤ 0: scan the negated rows
+            return -above_threshold_index(counts, down, eps_t, eps_q, self._delta(down),
+                                          self.beta, self.scale, source, negated=True)
+        return above_threshold_index(counts, up, eps_t, eps_q, self._delta(up), self.beta,
+                                     self.scale, source)
+
+    def _delta(self, level: float) -> float:
+        """The sensitivity of the score g for ``level`` (max(level, 1 − level) under
+        add/remove, 1 under substitution)."""
+        return score_sensitivity(level, self.neighbours)
 
     def second_stage(self, j: int) -> ExponentialQuantile:
         """Stage 2's mechanism given the scan's index j (public)."""
@@ -570,15 +641,16 @@ class UnboundedQuantile(Mechanism):
         counts = RankCounts(x)
         eps_sign, eps_t, eps_q = self._budgets()
         grid = (self.beta, self.scale, count)
+        up, down = self.scan_levels
         if self.origin is not None:
-            return scan_law(_Shifted(counts, self.origin), self.q, eps_t, eps_q, self.delta,
+            return scan_law(_Shifted(counts, self.origin), up, eps_t, eps_q, self._delta(up),
                             *grid)
-        g0 = float(counts.at_most(np.zeros(1))[0]) - self.q * x.size
-        p_below = 1.0 - float(Laplace(self.delta / eps_sign).cdf(-g0))
+        g0 = float(counts.at_most(np.zeros(1))[0]) - self.sign_q * x.size
+        p_below = 1.0 - float(Laplace(self._delta(self.sign_q) / eps_sign).cdf(-g0))
         out: dict[Any, float] = {}
-        for j, v in scan_law(counts, self.q, eps_t, eps_q, self.delta, *grid).items():
+        for j, v in scan_law(counts, up, eps_t, eps_q, self._delta(up), *grid).items():
             out[j] = out.get(j, 0.0) + (1.0 - p_below) * v
-        for j, v in scan_law(counts, self.q, eps_t, eps_q, self.delta, *grid,
+        for j, v in scan_law(counts, down, eps_t, eps_q, self._delta(down), *grid,
                              negated=True).items():
             k = ("tail", "below") if j == "tail" else -j
             out[k] = out.get(k, 0.0) + p_below * v
@@ -642,13 +714,34 @@ class _Shifted(RankCounts):
         return self.inner.at_most(self.origin + np.asarray(t, dtype=np.float64))
 
 
-def default_bracket(q: float) -> tuple[float, float]:
-    """(down, up) factors of the default bracket: 4^max(1, 6q) below the scan's value
-    and 4^max(1, 6(1 − q)) above (public: q only).  A side of the bracket far in
-    rank from the quantile (q·n rows below it, (1 − q)·n above) costs the
-    exponential mechanism little however wide it is, and a wide side catches a
-    scan that stopped early (or late); a side near in rank stays a factor 4."""
-    return 4.0 ** max(1.0, 6.0 * q), 4.0 ** max(1.0, 6.0 * (1.0 - q))
+def default_bracket(q: float, k: float = 6.0) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The default bracket's (down, up) factors around the scan's value, for j ≥ 0 and
+    for j < 0 (public: q only).
+
+    The default scan looks, in its own direction (upward from 0, or on the negated
+    rows), for the level of q and ½ that lies beyond the median (module
+    docstring), so the q-quantile lies toward 0 from the scan's value: at the
+    median's scale for a level near 0, or below an overshoot for a level near 1.
+    The bracket is 4^max(1, k·max(q, 1 − q)) toward 0 and 4^max(1, k·min(q,
+    1 − q)) away from 0 (k = 6) — a factor 64 either way for the median, 4^5.4 toward 0
+    and 4 away for q = 0.1 or 0.9 — hence (T, A) for j ≥ 0 and (A, T) for j < 0
+    (down and up in value).  A wide side far in rank from q costs the
+    exponential mechanism little (:func:`bracket_rule` gives the rule for a
+    scan at a fixed level)."""
+    toward = 4.0 ** max(1.0, k * max(q, 1.0 - q))
+    away = 4.0 ** max(1.0, k * min(q, 1.0 - q))
+    return (toward, away), (away, toward)
+
+
+def bracket_rule(k: float, q: float, level: float) -> tuple[float, float]:
+    """(down, up) factors for a scan at a fixed ``level`` on both sides: after a scan
+    for q itself, 4^max(1, k·q) below and 4^max(1, k·(1 − q)) above (a scan for a
+    high q overshoots, one for a low q stops early); after a scan for the median,
+    the mirror, 4^max(1, k·(1 − q)) below and 4^max(1, k·q) above: wide on q's
+    side of the median."""
+    if level == q:
+        return 4.0 ** max(1.0, k * q), 4.0 ** max(1.0, k * (1.0 - q))
+    return 4.0 ** max(1.0, k * (1.0 - q)), 4.0 ** max(1.0, k * q)
 
 
 def _greater_than_one(value: Any, name: str) -> float:

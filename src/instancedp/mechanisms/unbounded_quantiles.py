@@ -2,8 +2,9 @@
 
 Each level q_j is released by :class:`~instancedp.mechanisms.unbounded.
 UnboundedQuantile` (Durfee, NeurIPS 2023: AboveThreshold over a geometric
-grid of candidates places a bracket, then the exponential mechanism inside
-it; no bound taken from the data or from the float range) at ε/m; the vector
+grid of candidates, looking for the level of q_j and ½ beyond the median from
+0, places a bracket, then the exponential mechanism for q_j inside it; no
+bound taken from the data or from the float range) at ε/m; the vector
 is sorted.  Basic composition of m pure ε/m-DP releases is
 ε-DP under the relation each holds for (Dwork & Roth 2014, Thm. 3.16), and
 sorting is post-processing.  This is the bound-free variant of the several-
