@@ -591,7 +591,14 @@ def build_cells(args, log) -> tuple[list[dict], dict[str, np.ndarray]]:
     for name, (col, res) in real.items():
         columns[name] = (col, res, "real")
     cells, samples = [], {}
-    seed = 0
+
+    def add(skey: str, column: str, kind: str, n: int, eps: float, q: float, bkind: str,
+            lo: float, hi: float, res: float | None) -> None:
+        """One cell; seeds count up in the order cells are added (cached draws key on it)."""
+        cells.append(dict(key=f"{skey}|eps={eps}|q={q}|{bkind}", sample=skey, column=column,
+                          kind=kind, n=n, epsilon=eps, q=q, bounds=bkind, lower=lo, upper=hi,
+                          resolution=res, seed=len(cells) + 1))
+
     for name, (col, res, kind) in columns.items():
         for n in (101, 1001):
             skey = f"{name}|n={n}"
@@ -600,23 +607,7 @@ def build_cells(args, log) -> tuple[list[dict], dict[str, np.ndarray]]:
                 lo, hi = bounds_for(col, bkind)
                 for eps in (0.25, 1.0):
                     for q in (0.5, 0.9):
-                        seed += 1
-                        cells.append(
-                            dict(
-                                key=f"{skey}|eps={eps}|q={q}|{bkind}",
-                                sample=skey,
-                                column=name,
-                                kind=kind,
-                                n=n,
-                                epsilon=eps,
-                                q=q,
-                                bounds=bkind,
-                                lower=lo,
-                                upper=hi,
-                                resolution=res,
-                                seed=seed,
-                            )
-                        )
+                        add(skey, name, kind, n, eps, q, bkind, lo, hi, res)
     # the bound-free rows at a low quantile (x100 bounds only; appended, so the cells
     # above keep their seeds and their cached draws)
     for name, (col, res, kind) in columns.items():
@@ -625,11 +616,7 @@ def build_cells(args, log) -> tuple[list[dict], dict[str, np.ndarray]]:
             lo, hi = bounds_for(col, "x100")
             for eps in (0.25, 1.0):
                 for q in LOW_QS:
-                    seed += 1
-                    cells.append(dict(key=f"{skey}|eps={eps}|q={q}|x100", sample=skey,
-                                      column=name, kind=kind, n=n, epsilon=eps, q=q,
-                                      bounds="x100", lower=lo, upper=hi, resolution=res,
-                                      seed=seed))
+                    add(skey, name, kind, n, eps, q, "x100", lo, hi, res)
     # a synthetic column far from 0 (a body mass in grams: N(4200, 800)), where a scan
     # crosses some 800 grid steps before the data; its own generator, appended last, so
     # the columns above keep their subsamples and cells
@@ -643,11 +630,7 @@ def build_cells(args, log) -> tuple[list[dict], dict[str, np.ndarray]]:
                 lo, hi = bounds_for(col, bkind)
                 for eps in (0.25, 1.0):
                     for q in (0.5, 0.9) + (LOW_QS if bkind == "x100" else ()):
-                        seed += 1
-                        cells.append(dict(key=f"{skey}|eps={eps}|q={q}|{bkind}", sample=skey,
-                                          column=SCALE_COLUMN, kind="synthetic", n=n,
-                                          epsilon=eps, q=q, bounds=bkind, lower=lo, upper=hi,
-                                          resolution=None, seed=seed))
+                        add(skey, SCALE_COLUMN, "synthetic", n, eps, q, bkind, lo, hi, None)
     return cells, samples
 
 
