@@ -50,6 +50,28 @@ def as_array(name: str) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in rows(name)], dtype=np.float64)
 
 
+def parquet_file(tmp_path, name: str) -> str:
+    """The case's rows as a Parquet column ``v`` (nullable doubles: None stays NULL)."""
+    import pandas as pd
+
+    path = tmp_path / f"{name}.parquet"
+    pd.DataFrame({"v": pd.array(rows(name), dtype="Float64")}).to_parquet(path)
+    return str(path)
+
+
+def sqlite_file(tmp_path, name: str) -> str:
+    """The case's rows as SQLite table ``t`` (v REAL, and w INTEGER = 1 beside it)."""
+    import sqlite3
+
+    path = tmp_path / f"{name}.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE t (v REAL, w INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, 1)", [(v,) for v in rows(name)])
+    con.commit()
+    con.close()
+    return str(path)
+
+
 def probe_light(source, column) -> dict:
     """Fewer statements (for engines where each costs a job): one of each kind of path."""
     out: dict = {"count": source.count(column)}

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sqlite3
 from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 import pytest
-from backend_cases import CASES, as_array, probe, rows
+from backend_cases import CASES, as_array, parquet_file, probe, sqlite_file
 
 from instancedp.backends import numpy as ref
 from instancedp.backends import open_source
@@ -116,29 +115,13 @@ def test_bad_public_parameters_name_themselves(call, parameter):
 
 
 # ---- DuckDB and SQLite against the reference -------------------------------------------
-def _sqlite_file(tmp_path, name: str) -> str:
-    path = tmp_path / f"{name}.sqlite"
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE t (v REAL, w INTEGER)")
-    con.executemany("INSERT INTO t VALUES (?, 1)", [(v,) for v in rows(name)])
-    con.commit()
-    con.close()
-    return str(path)
-
-
-def _parquet_file(tmp_path, name: str) -> str:
-    path = tmp_path / f"{name}.parquet"
-    pd.DataFrame({"v": pd.array(rows(name), dtype="Float64")}).to_parquet(path)
-    return str(path)
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_duckdb_and_sqlite_equal_the_reference_bit_for_bit(tmp_path, name):
     want = probe(open_source(as_array(name)), None)
-    with open_source(_parquet_file(tmp_path, name)) as duck:
+    with open_source(parquet_file(tmp_path, name)) as duck:
         assert duck.backend == "duckdb"
         assert probe(duck, "v") == want
-    with open_source(_sqlite_file(tmp_path, name), table="t") as lite:
+    with open_source(sqlite_file(tmp_path, name), table="t") as lite:
         assert lite.backend == "sqlite"
         assert probe(lite, "v") == want
 
@@ -153,8 +136,8 @@ def test_clamped_sum_by_parts_and_by_clamp_agree(tmp_path, monkeypatch):
     parts = ["missing", "infinite", "huge", "subnormal", "signed_zero", "at_bounds", "random"]
     monkeypatch.setitem(CASES, name, [v for p in parts for v in CASES[p]])
     x = as_array(name)
-    sources = [open_source(_parquet_file(tmp_path, name)),
-               open_source(_sqlite_file(tmp_path, name), table="t")]
+    sources = [open_source(parquet_file(tmp_path, name)),
+               open_source(sqlite_file(tmp_path, name), table="t")]
     for src in sources:
         for by_parts in (True, False):
             src.engine.dialect = dataclasses.replace(src.engine.dialect, sum_by_parts=by_parts)
@@ -174,7 +157,7 @@ def test_split_sum_falls_back_to_one_sum_when_its_parts_could_wrap(tmp_path, mon
     from instancedp.backends import sql
 
     x = as_array("random")
-    with open_source(_sqlite_file(tmp_path, "random"), table="t") as lite:
+    with open_source(sqlite_file(tmp_path, "random"), table="t") as lite:
         monkeypatch.setattr(sql, "_SPLIT_ROWS", 1)
         statements = []
         run = lite.engine.execute
@@ -212,7 +195,7 @@ def test_duckdb_sql_and_frames(tmp_path):
 
 
 def test_duckdb_is_sandboxed_after_registering(tmp_path):
-    path = _parquet_file(tmp_path, "two")
+    path = parquet_file(tmp_path, "two")
     other = tmp_path / "secret.csv"
     other.write_text("a\n1\n")
     with pytest.raises(SchemaError):
@@ -226,21 +209,21 @@ def test_duckdb_is_sandboxed_after_registering(tmp_path):
 
 
 def test_schema_and_parameter_errors(tmp_path):
-    path = _parquet_file(tmp_path, "two")
+    path = parquet_file(tmp_path, "two")
     with pytest.raises(SchemaError, match="unknown column 'x'"):
         open_source(path).count("x")
     with pytest.raises(ParameterError) as err:
         open_source(str(tmp_path / "nope.parquet"))
     assert err.value.parameter == "data"
     with pytest.raises(ParameterError) as err:
-        open_source(_sqlite_file(tmp_path, "two"))
+        open_source(sqlite_file(tmp_path, "two"))
     assert err.value.parameter == "table"
     with pytest.raises(ParameterError):
         open_source([1.0], table="t")
     with pytest.raises(SchemaError, match="unknown column"):
         open_source(pd.DataFrame({"a": [1.0]})).count("b")
     with pytest.raises(SchemaError):
-        open_source(_sqlite_file(tmp_path, "one"), table="missing_table")
+        open_source(sqlite_file(tmp_path, "one"), table="missing_table")
 
 
 def test_a_row_entering_the_selection_moves_only_the_aggregates(tmp_path):
@@ -275,5 +258,5 @@ def _record(src, column) -> bytes:
 @pytest.mark.parametrize("name", ["random", "missing", "signed_zero", "empty"])
 def test_seeded_records_are_the_same_bytes(tmp_path, name):
     want = _record(open_source(as_array(name)), None)
-    assert _record(open_source(_parquet_file(tmp_path, name)), "v") == want
-    assert _record(open_source(_sqlite_file(tmp_path, name), table="t"), "v") == want
+    assert _record(open_source(parquet_file(tmp_path, name)), "v") == want
+    assert _record(open_source(sqlite_file(tmp_path, name), table="t"), "v") == want

@@ -8,12 +8,11 @@ clamped to the bracket: integers and doubles every engine computes exactly."""
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import numpy as np
 import pandas as pd
 import pytest
-from backend_cases import CASES, as_array, rows
+from backend_cases import CASES, as_array, parquet_file, rows, sqlite_file
 
 from instancedp import Session
 from instancedp.backends import open_source
@@ -35,22 +34,6 @@ def _clean(name: str) -> np.ndarray:
     return x[~np.isnan(x)]
 
 
-def _parquet(tmp_path, name: str) -> str:
-    path = tmp_path / f"{name}.parquet"
-    pd.DataFrame({"v": pd.array(rows(name), dtype="Float64")}).to_parquet(path)
-    return str(path)
-
-
-def _sqlite(tmp_path, name: str) -> str:
-    path = tmp_path / f"{name}.sqlite"
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE t (v REAL)")
-    con.executemany("INSERT INTO t VALUES (?)", [(v,) for v in rows(name)])
-    con.commit()
-    con.close()
-    return str(path)
-
-
 def _records(sources, q: float, seed: int) -> list[str]:
     stat, opts = ("median", {}) if q == 0.5 else ("quantile", {"quantile": q})
     mech = out_of_core_mechanism(stat, 0.5, **opts)
@@ -64,8 +47,8 @@ def test_duckdb_sqlite_and_numpy_give_the_in_memory_record(tmp_path, name, q):
     mech = out_of_core_mechanism(stat, 0.5, **opts)
     assert mech.name == "unbounded_quantile"
     want = _json(mech.release(_clean(name), simulation(9)))
-    with open_source(_parquet(tmp_path, name)) as duck, \
-            open_source(_sqlite(tmp_path, name), table="t") as lite:
+    with open_source(parquet_file(tmp_path, name)) as duck, \
+            open_source(sqlite_file(tmp_path, name), table="t") as lite:
         assert duck.backend == "duckdb"
         got = _records([(open_source(as_array(name)), None), (duck, "v"), (lite, "v")], q, 9)
     assert got == [want] * 3
