@@ -730,6 +730,8 @@ def interval_method(mechanism: Any) -> str | None:
 
 def _quantile_spec(mechanism: Any) -> dict[str, Any] | None:
     """q, bounds and relation of a single quantile release with public bounds."""
+    if getattr(mechanism, "bounds_free", False):  # its support is every double: no bounds
+        return None
     query = getattr(mechanism, "query", None)
     q = getattr(query, "q", getattr(mechanism, "q", None))
     lo = getattr(query, "lower", getattr(mechanism, "lower", None))

@@ -340,13 +340,14 @@ def out_of_core_mechanism(
             allowed=", ".join(OUT_OF_CORE),
         )
     if stat in ("median", "quantile"):
-        if mechanism not in (None, "exponential", "candidate_quantile", "unbounded_quantile"):
+        if mechanism not in (None, "exponential", "candidate_quantile", "unbounded_quantile",
+                             "loglog_quantile"):
             raise ParameterError(
                 f"mechanism={mechanism!r} is not available out of core for {stat}: "
                 "the exponential mechanism (drawn in stages, or on public candidates) is, "
                 "and without bounds the bound-free quantile",
                 parameter="mechanism",
-                allowed="exponential, candidate_quantile, unbounded_quantile",
+                allowed="exponential, candidate_quantile, unbounded_quantile, loglog_quantile",
             )
         if delta is not None:
             raise ParameterError(
@@ -354,14 +355,22 @@ def out_of_core_mechanism(
                 parameter="delta",
                 allowed="None",
             )
-        if mechanism == "unbounded_quantile" and (bounds is not None or resolution is not None):
+        if (mechanism in ("unbounded_quantile", "loglog_quantile")
+                and (bounds is not None or resolution is not None)):
             raise ParameterError(
-                "mechanism 'unbounded_quantile' takes no bounds or resolution (leave them "
+                f"mechanism {mechanism!r} takes no bounds or resolution (leave them "
                 "unset, or choose the exponential mechanism)", parameter="bounds",
                 allowed="None")
         if bounds is None and resolution is None and mechanism != "candidate_quantile":
-            # the bound-free quantile: its scan reads histograms at the public grid's
-            # candidates, its exponential stage order statistics of the clamped rows
+            # a bound-free quantile: the scan reads the rows' cells on its public grid,
+            # the exponential stages read order statistics (the one-step median too)
+            if mechanism in ("unbounded_quantile", "loglog_quantile"):  # named
+                from .mechanisms.loglog import LogLogQuantile
+                from .mechanisms.unbounded import UnboundedQuantile
+
+                cls = UnboundedQuantile if mechanism == "unbounded_quantile" else LogLogQuantile
+                return cls(0.5 if stat == "median" else quantile, epsilon,
+                           neighbours=neighbours)
             return build_mechanism(stat, epsilon, bounds=None, quantile=quantile,
                                    neighbours=neighbours)
         if bounds is None or resolution is not None or mechanism == "candidate_quantile":
@@ -524,7 +533,8 @@ def staged_quantile(mechanism: Any) -> bool:
     :class:`CandidateQuantile`)."""
     from .mechanisms.quantile import ExponentialQuantile
 
-    return isinstance(mechanism, ExponentialQuantile) and mechanism.base in ("uniform", "log")
+    return isinstance(mechanism, ExponentialQuantile) and mechanism.base in (
+        "uniform", "log", "log-log")
 
 
 def sorted_query(mechanism: Any) -> bool:
