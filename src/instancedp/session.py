@@ -555,11 +555,12 @@ class Session:
 
             if rel == "substitution" and stat in (*SORTED_STATISTICS, *USES_PUBLIC_N):
                 # as in memory: n is public under substitution (owner mode, no selection
-                # here), refused when 0, given to the trimmed mean's sensitivity and the
-                # quantiles' default rule
+                # here), refused when 0 or when a row is missing (the owner's read policy),
+                # given to the trimmed mean's sensitivity and the quantiles' default rule
+                from .sources import owner_missing_policy
+
+                owner_missing_policy(self.source(sql), column, drop_missing=False)
                 n = self.source(sql).count(column)
-                if n == 0:
-                    raise DataError(f"the selection is empty: no rows in column {column!r}")
                 if stat in USES_PUBLIC_N:
                     options = {**options, "n": n}
             mech = out_of_core_mechanism(statistic, epsilon, delta, neighbours=rel, **options)
@@ -732,7 +733,7 @@ class Session:
         convert_delta: float | None, drop_missing: bool | None,
     ) -> Any:
         """Charge, then release from the engine's aggregates (:mod:`instancedp.sources`)."""
-        from .sources import check_no_missing, release_from_source
+        from .sources import owner_missing_policy, release_from_source
 
         if _is_graph_mechanism(mechanism):
             return self._release_graph_from_source(mechanism, sql, rng, convert_delta)
@@ -751,14 +752,16 @@ class Session:
                 + did_you_mean(column, src.columns)
             )
         self._check_declared_numeric(src, column)
-        drop = self.analyst or (self.drop_missing if drop_missing is None else bool(drop_missing))
-        if not drop:  # owner mode: the owner sees their own data's problems
-            check_no_missing(src, column)
-        # the engines drop NULL/NaN, clamp to the bounds and count ±inf rows: the
-        # in-memory path's row-by-row policy (neighbours stay neighbours)
+        if self.analyst:
+            # the public input policy: the engines drop NULL/NaN, clamp to the bounds and
+            # count ±inf rows, as apply_policy does in memory (neighbours stay neighbours)
+            missing = "drop"
+        else:  # owner mode: the in-memory reader's policy, on every engine, before the charge
+            drop = self.drop_missing if drop_missing is None else bool(drop_missing)
+            missing = owner_missing_policy(src, column, drop)
         return self._charged_run(
             mechanism, convert_delta,
-            lambda policy: release_from_source(mechanism, src, column, rng, missing="drop",
+            lambda policy: release_from_source(mechanism, src, column, rng, missing=missing,
                                                policy=policy),
         )
 
