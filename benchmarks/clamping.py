@@ -83,7 +83,7 @@ def run_cell(cell: dict, draws: int, seed: int) -> dict:
 
 def write(results: list[dict], out: Path, seconds: float, quick: bool) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    name = "clamping_quick" if quick else "clamping"
+    name = "clamping"
     js = out / f"{name}.json"
     js.write_text(json.dumps({"seconds": seconds, "quick": quick, "cells": results},
                              indent=1) + "\n")
