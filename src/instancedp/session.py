@@ -197,8 +197,9 @@ class Session:
         derive it from the data's contents: a neighbouring dataset must share
         its budget.
     drop_missing:
-        Drop NULL/NaN values instead of refusing them (owner mode; analyst
-        mode always drops them).
+        Drop NULL, NaN and ±inf values instead of refusing them (owner mode,
+        the same on every engine: docs/threat-model.md, "Owner mode's read
+        policy"; analyst mode always drops NULL/NaN and clamps ±inf).
     analyst:
         The caller may not be the data owner (see docs/threat-model.md).
         Nothing the caller sees then depends on the rows except through
@@ -398,7 +399,7 @@ class Session:
         """Charge ``mechanism.guarantee``, then run ``mechanism.release``.
 
         ``column``/``sql`` pick the input from the session's data;
-        ``drop_missing`` (default: the session's) drops NULL/NaN instead of
+        ``drop_missing`` (default: the session's) drops NULL/NaN/±inf instead of
         refusing them.  ``rng``
         is None (secure randomness) or ``instancedp.random.simulation(seed)``
         (the release is then marked ``secure=False``).  ``convert_delta``:
@@ -515,7 +516,7 @@ class Session:
         ``statistic="quantiles"`` takes ``quantiles=[q1, …, qm]`` and releases
         the sorted vector in one record, charged once
         (:func:`~instancedp.recipes.build_quantiles_mechanism`).
-        ``drop_missing`` (default: the session's) drops NULL/NaN instead of
+        ``drop_missing`` (default: the session's) drops NULL/NaN/±inf instead of
         refusing them.  Everything is validated before the ledger is touched.
         """
         _check_options(options)
