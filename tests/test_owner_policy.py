@@ -128,8 +128,8 @@ def test_every_engine_gives_the_policys_outcome(tmp_path, case, drop, stat):
 def test_the_expected_outcomes_are_the_policy():
     """The table above says what the policy is (so the comparison is not vacuous)."""
     assert expected("infinite", False, "mean")[2] == (
-        "column 'v' has 2 missing or non-finite value(s) (NaN/inf) out of 4: clean them or "
-        "pass drop_missing=True")
+        "column 'v' has 2 missing (NULL) or non-finite value(s) (NaN/inf) out of 4: clean "
+        "them or pass drop_missing=True")
     assert expected("all_missing", True, "count")[2].startswith(
         "the selection is empty after dropping 3 missing or non-finite value(s)")
     assert expected("empty", False, "median")[:2] == ("error", "DataError")

@@ -397,7 +397,7 @@ def _arrow_to_float(arr: Any, name: str, drop_missing: bool) -> np.ndarray:
 def missing_error(name: Any, bad: int, total: int) -> DataError:
     """The owner mode's refusal of NULL, NaN and ±inf rows (every engine says this)."""
     return DataError(
-        f"column {name!r} has {bad} missing or non-finite value(s) (NaN/inf) out of "
+        f"column {name!r} has {bad} missing (NULL) or non-finite value(s) (NaN/inf) out of "
         f"{total}: {_DROP_HINT}"
     )
 
