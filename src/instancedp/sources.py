@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate
-from .errors import DataError, ParameterError
+from .errors import ParameterError
 from .mechanisms.base import Mechanism, OutputDistribution, atoms_law
 from .mechanisms.quantile import (
     _LOG_SCALE_FRACTION,
@@ -630,11 +630,25 @@ def unbounded_readers(source: Any, column: str | None, parts: Any,
     return counts, clamped
 
 
-def check_no_missing(source: Any, column: str | None) -> None:
-    """Owner mode without ``drop_missing``: refuse NULL/NaN rows (as the in-memory path does)."""
-    if source.count(column, missing=0.0) != source.count(column, missing="drop"):
-        raise DataError(
-            f"column {column!r} has missing values (NULL or NaN): pass drop_missing=True to "
-            "drop them"
-        )
+def owner_missing_policy(source: Any, column: str | None, drop_missing: bool) -> str:
+    """The owner mode's read policy on an engine, the in-memory reader's
+    (:func:`instancedp.io.read_column`) exactly: NULL, NaN and ±inf rows are
+    refused with their count (:func:`~instancedp.io.missing_error`) or, with
+    ``drop_missing``, dropped; an empty selection is refused
+    (:func:`~instancedp.io.empty_error`).  Returns the engines' ``missing``
+    policy for the release (``"finite"``, or ``"drop"`` when every row is
+    finite: the same rows, the engines' faster path).  Two counts, before the
+    charge (the owner sees their own rows)."""
+    from .io import empty_error, missing_error
+
+    name = column
+    if name is None and len(getattr(source, "columns", ())) == 1:
+        name = source.columns[0]
+    total = source.count(column, missing=0.0)  # every row, NULL and NaN included
+    kept = source.count(column, missing="finite")
+    if kept != total and not drop_missing:
+        raise missing_error(name, total - kept, total)
+    if kept == 0:
+        raise empty_error(name, total - kept)
+    return "drop" if kept == total else "finite"
 
