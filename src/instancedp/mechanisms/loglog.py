@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
 from ..errors import ParameterError
 from .quantile import LOGLOG_ALPHA, ExponentialQuantile, score_sensitivity
 
@@ -74,8 +75,6 @@ class LogLogQuantile(ExponentialQuantile):
     bounds_free = True
 
     def __init__(self, query: Any, epsilon: float, *, neighbours: str | None = None) -> None:
-        from .. import _validate
-
         if hasattr(query, "q"):
             q = float(query.q)
             relation = getattr(query, "neighbours", "substitution")
