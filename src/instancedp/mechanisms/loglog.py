@@ -44,7 +44,7 @@ import numpy as np
 
 from .. import _validate
 from ..errors import ParameterError
-from .quantile import LOGLOG_ALPHA, ExponentialQuantile, score_sensitivity
+from .quantile import LOGLOG_ALPHA, ExponentialQuantile
 
 #: the largest double: the chart's ends are ψ(∓_MAX)
 _MAX = float(np.finfo(np.float64).max)
@@ -86,7 +86,6 @@ class LogLogQuantile(ExponentialQuantile):
         else:
             q = _validate.in_open_interval(query, "q", 0.0, 1.0)
             relation = neighbours if neighbours is not None else "add_remove"
-        score_sensitivity(q, relation)  # validates the relation
         super().__init__(_WholeLine(q, relation), epsilon, base="log-log",
                          log_scale=LOGLOG_SCALE)
         self.query = None
