@@ -500,6 +500,75 @@ def read_column(
     return _from_numpy(arr, "data", drop_missing)
 
 
+def declared_resolution(source: Any, column: str | None = None) -> float | None:
+    """The resolution an in-memory column's declared type states, else None.
+
+    An integer dtype (numpy, pandas — nullable and Arrow-backed too —, polars, Arrow)
+    declares resolution 1, a decimal type of scale s declares 10^−s; floating types,
+    booleans, Python lists and files declare none.  Read from the container's type,
+    never from a row: the type is the schema the caller passes, public like the
+    bounds (a type *inferred* from the rows, e.g. by a CSV reader, is the caller's to
+    fix before passing it).
+    """
+    col = None if column is None else str(column)
+    mod = type(source).__module__.split(".")[0]
+    try:
+        if mod == "pandas":
+            import pandas as pd
+
+            if isinstance(source, pd.DataFrame):
+                cols = [c for c in source.columns if str(c) == col] if col is not None else (
+                    list(source.columns) if source.shape[1] == 1 else [])
+                if len(cols) != 1:
+                    return None
+                source = source[cols[0]]
+            dtype = source.dtype
+            if isinstance(dtype, pd.ArrowDtype):
+                return _arrow_resolution(dtype.pyarrow_dtype)
+            if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_integer_dtype(dtype):
+                return None
+            return 1.0
+        if mod == "polars":
+            import polars as pl
+
+            if isinstance(source, pl.DataFrame):
+                if col is None and source.width != 1:
+                    return None
+                source = source.get_column(col if col is not None else source.columns[0])
+            if isinstance(source, pl.Series):
+                return _arrow_resolution(source.to_arrow().type)
+            return None
+        if mod == "pyarrow":
+            import pyarrow as pa
+
+            if isinstance(source, pa.Table | pa.RecordBatch):
+                if col is None and source.num_columns != 1:
+                    return None
+                source = source.column(col if col is not None else 0)
+            if isinstance(source, pa.Array | pa.ChunkedArray):
+                return _arrow_resolution(source.type)
+            return None
+        if isinstance(source, np.ndarray):
+            if source.dtype.names:
+                if col not in source.dtype.names:
+                    return None
+                source = source[col]
+            return 1.0 if source.dtype.kind in "iu" else None
+    except (KeyError, TypeError, ValueError):  # no such column: the reader names it
+        return None
+    return None
+
+
+def _arrow_resolution(typ: Any) -> float | None:
+    import pyarrow as pa
+
+    if pa.types.is_integer(typ):
+        return 1.0
+    if pa.types.is_decimal(typ):
+        return float(10.0 ** -typ.scale)
+    return None
+
+
 def _from_numpy(arr: np.ndarray, name: str, drop_missing: bool) -> np.ndarray:
     if arr.dtype == object:
         # Python lists with None: None → missing; anything else must be a number.

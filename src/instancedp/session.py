@@ -569,6 +569,7 @@ class Session:
                 mech, column, sql=sql, rng=rng, convert_delta=convert_delta,
                 drop_missing=drop_missing,
             )
+        options = self._declared_resolution(stat, column, sql, options)
         mech = build(epsilon, neighbours=rel)
         if self.analyst:  # n is never read from the rows here: it may be private
             return self.release(mech, column, sql=sql, rng=rng, convert_delta=convert_delta)
@@ -580,6 +581,30 @@ class Session:
         return self.release(
             mech, column, sql=sql, rng=rng, convert_delta=convert_delta, drop_missing=drop_missing
         )
+
+    def _declared_resolution(
+        self, stat: str, column: str | None, sql: str | None, options: dict[str, Any]
+    ) -> dict[str, Any]:
+        """``options`` with the resolution the column's declared type states
+        (:func:`instancedp.io.declared_resolution`) when the default median or quantile
+        runs in memory with bounds: an integer column then releases on its grid (ties
+        exactly, docs/mechanisms.md).  Public: the container's type and the bounds only;
+        a grid past ``grid_count``'s limit keeps the continuous base."""
+        if (stat not in ("median", "quantile") or sql is not None
+                or options.get("resolution") is not None or options.get("mechanism") is not None
+                or options.get("bounds") is None or self.input_kind != "memory"):
+            return options
+        from .mechanisms.quantile import grid_count
+
+        res = _io.declared_resolution(self._data, column)
+        if res is None:
+            return options
+        try:
+            lo, hi = (float(b) for b in options["bounds"])
+            grid_count(lo, hi, res)
+        except (ParameterError, TypeError, ValueError, OverflowError):
+            return options  # bounds refused by the recipe, or a grid too fine to index
+        return {**options, "resolution": res}
 
     def describe(
         self,
