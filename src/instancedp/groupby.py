@@ -203,8 +203,8 @@ class GroupRelease:
             out[s] = [_plain(v) for v in vals]
             ci = (self.intervals or {}).get(s)
             if ci is not None:
-                out[f"{s}_ci_lower"] = [None if c is None else c[0] for c in ci]
-                out[f"{s}_ci_upper"] = [None if c is None else c[1] for c in ci]
+                out[f"{s}_ci_lower"] = [None if c is None else _end(c[0]) for c in ci]
+                out[f"{s}_ci_upper"] = [None if c is None else _end(c[1]) for c in ci]
         return out
 
     def rows(self) -> list[dict[str, Any]]:
@@ -217,7 +217,7 @@ class GroupRelease:
                 row[s] = _plain(vals[i])
                 ci = (self.intervals or {}).get(s)
                 if ci is not None:
-                    row[f"{s}_ci"] = None if ci[i] is None else [_plain(x) for x in ci[i]]
+                    row[f"{s}_ci"] = None if ci[i] is None else [_end(x) for x in ci[i]]
             out.append(row)
         return out
 
@@ -233,7 +233,7 @@ class GroupRelease:
                                        "value": _plain(vals[i])}
                 ci = (self.intervals or {}).get(s)
                 if ci is not None and ci[i] is not None:
-                    obj["ci"] = [_plain(x) for x in ci[i]]
+                    obj["ci"] = [_end(x) for x in ci[i]]
                 lines.append(json.dumps(obj, default=str))
         tail = {k: v for k, v in self.to_dict().items() if k != "value"}
         tail["groups"] = len(self.keys)
@@ -333,6 +333,14 @@ class GroupRelease:
 def _plain(v: Any) -> Any:
     """numpy scalars as Python numbers (JSON, CSV)."""
     return v.item() if isinstance(v, np.generic) else v
+
+
+def _end(v: Any) -> Any:
+    """An interval's end for the record: an open end (±∞, a bound-free interval reaching
+    its range) is None, so that the record is strict JSON (as ``Interval.as_dict``)."""
+    from .intervals import finite_or_none
+
+    return finite_or_none(_plain(v))
 
 
 def _interval(release: Any) -> tuple[float, float] | None:
