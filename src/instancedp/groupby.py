@@ -6,10 +6,12 @@ noisy per-group answers:
 
 * **Keys.**  Public keys (``keys=[...]``) get a release each, empty groups
   included: every group's mechanism is a total function of the group's rows
-  under the public input policy (missing values dropped, values clamped to
-  the bounds, one fixed public row for mechanisms with no answer on an empty
-  input — :func:`instancedp.session.analyst_policy`).  Rows whose key is not
-  listed are dropped (a row-local filter).  Unknown keys (``keys=None``) are
+  under the public input policy (values clamped to the bounds, one fixed
+  public row for mechanisms with no answer on an empty input —
+  :func:`instancedp.session.analyst_policy`), after the read policy of a
+  single release of the same mode (:func:`read_policy`: NULL, NaN and, in
+  owner mode, ±inf dropped).  Rows whose key is not listed, or is NULL or
+  NaN, are dropped (a row-local filter).  Unknown keys (``keys=None``) are
   chosen by private partition selection (:func:`selection_threshold`).
 * **Contributions.**  Each row is one person, unless ``id_column=`` names a person
   column: each person then keeps at most one row per group and at most
