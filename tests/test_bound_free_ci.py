@@ -9,7 +9,7 @@ Coverage tests draw T = 30 releases per cell through the release path (seeded)
 and count the misses.  With a true miss rate ≤ α = 0.1 the count is
 stochastically below Binomial(30, 0.1); a cell fails when it exceeds that
 Binomial's 1 − 10⁻⁴ quantile, so each cell's false-failure rate is ≤ 10⁻⁴
-(≤ 3·10⁻³ over the 28 cells here).  ``test_margins_are_needed`` shows the
+(≤ 3·10⁻³ over the 30 coverage checks here).  ``test_margins_are_needed`` shows the
 check can fail.
 """
 

@@ -73,6 +73,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ParameterError
+from .mechanisms.loglog import LOGLOG_SCALE
 from .privacy import Guarantee, PureDP, compose
 from .random import RandomSource, resolve
 
@@ -689,8 +690,6 @@ def bound_free_range(values: Any) -> tuple[float, float]:
 
     R only places the interval's search: :func:`open_ends` makes an end that
     reaches R infinite, so coverage holds wherever the quantile lies."""
-    from .mechanisms.loglog import LOGLOG_SCALE
-
     v = np.sort(np.asarray(values, dtype=np.float64).reshape(-1))
     if v.size > 1 and v[-1] > v[0]:
         return released_range(v)
@@ -868,8 +867,8 @@ def vector_intervals(
 
 #: the record's statement of :func:`bound_free_range` (one text for every bound-free interval)
 RANGE_RULE = (f"R = [v_1 − w/2, v_m + w/2], w = v_m − v_1 (released values); one value v (or "
-              f"equal ones): R = [v − W, v + W], W = {BOUND_FREE_FACTOR:g}·(|v| + 1); an end "
-              "reaching R is infinite")
+              f"equal ones): R = [v − W, v + W], W = {BOUND_FREE_FACTOR:g}·(|v| + "
+              f"{LOGLOG_SCALE:g}); an end reaching R is infinite")
 
 
 def _unsupported(mechanism: Any) -> ParameterError:
