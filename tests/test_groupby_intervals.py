@@ -97,3 +97,27 @@ def test_cli_ci_with_by_prints_intervals_and_plots_error_bars(tmp_path):
     assert all(len(c["ci"]) == 2 and c["ci"][0] <= c["ci"][1] for c in cells)
     assert out["guarantee"] == {"type": "pure", "epsilon": 1.0}
     assert (tmp_path / "g.png").stat().st_size > 1000
+
+
+def test_bound_free_group_intervals_are_the_single_releases_intervals():
+    """bounds=None: each group's median and p90 carry the single bound-free release's
+    interval (the scans on a range around the group's value); open ends are null in
+    the record and the JSON lines (strict JSON)."""
+    df = _table()
+    r = group_release(df, "k", "v", "median,p90", keys=KEYS, epsilon=4.0, ci=0.9,
+                      rng=simulation(3))
+    src = simulation(3)
+    for i, key in enumerate(KEYS):
+        rows = df.loc[df.k == key, "v"].to_numpy()
+        for stat, opts in (("median", {}), ("quantile", {"quantile": 0.9})):
+            m = with_interval(lambda e, stat=stat, opts=opts: build_mechanism(
+                stat, e, None, neighbours="add_remove", **opts), 2.0, 0.9)
+            single = m.release(apply_policy(rows, analyst_policy(m)), rng=src)
+            label = "median" if stat == "median" else "p90"
+            assert r.values[label][i] == single.value
+            assert r.intervals[label][i] == (single.ci.lower, single.ci.upper)
+    assert r.intervals["median"][2] == (-np.inf, np.inf)  # the empty group: no statement
+    assert np.isfinite(r.intervals["median"][0]).all()  # 120 rows at ε_g = 2: finite
+    json.dumps(r.to_dict(), allow_nan=False)
+    assert all("Infinity" not in line for line in r.json_lines())
+    assert r.rows()[2]["median_ci"] == [None, None]

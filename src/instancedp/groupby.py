@@ -6,10 +6,12 @@ noisy per-group answers:
 
 * **Keys.**  Public keys (``keys=[...]``) get a release each, empty groups
   included: every group's mechanism is a total function of the group's rows
-  under the public input policy (missing values dropped, values clamped to
-  the bounds, one fixed public row for mechanisms with no answer on an empty
-  input — :func:`instancedp.session.analyst_policy`).  Rows whose key is not
-  listed are dropped (a row-local filter).  Unknown keys (``keys=None``) are
+  under the public input policy (values clamped to the bounds, one fixed
+  public row for mechanisms with no answer on an empty input —
+  :func:`instancedp.session.analyst_policy`), after the read policy of a
+  single release of the same mode (:func:`read_policy`: NULL, NaN and, in
+  owner mode, ±inf dropped).  Rows whose key is not listed, or is NULL or
+  NaN, are dropped (a row-local filter).  Unknown keys (``keys=None``) are
   chosen by private partition selection (:func:`selection_threshold`).
 * **Contributions.**  Each row is one person, unless ``id_column=`` names a person
   column: each person then keeps at most one row per group and at most
@@ -39,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DataError, ParameterError
+from .errors import ParameterError
 from .privacy import ApproxDP, Guarantee, compose
 
 __all__ = [
@@ -203,8 +205,8 @@ class GroupRelease:
             out[s] = [_plain(v) for v in vals]
             ci = (self.intervals or {}).get(s)
             if ci is not None:
-                out[f"{s}_ci_lower"] = [None if c is None else c[0] for c in ci]
-                out[f"{s}_ci_upper"] = [None if c is None else c[1] for c in ci]
+                out[f"{s}_ci_lower"] = [None if c is None else _end(c[0]) for c in ci]
+                out[f"{s}_ci_upper"] = [None if c is None else _end(c[1]) for c in ci]
         return out
 
     def rows(self) -> list[dict[str, Any]]:
@@ -217,7 +219,7 @@ class GroupRelease:
                 row[s] = _plain(vals[i])
                 ci = (self.intervals or {}).get(s)
                 if ci is not None:
-                    row[f"{s}_ci"] = None if ci[i] is None else [_plain(x) for x in ci[i]]
+                    row[f"{s}_ci"] = None if ci[i] is None else [_end(x) for x in ci[i]]
             out.append(row)
         return out
 
@@ -233,7 +235,7 @@ class GroupRelease:
                                        "value": _plain(vals[i])}
                 ci = (self.intervals or {}).get(s)
                 if ci is not None and ci[i] is not None:
-                    obj["ci"] = [_plain(x) for x in ci[i]]
+                    obj["ci"] = [_end(x) for x in ci[i]]
                 lines.append(json.dumps(obj, default=str))
         tail = {k: v for k, v in self.to_dict().items() if k != "value"}
         tail["groups"] = len(self.keys)
@@ -333,6 +335,14 @@ class GroupRelease:
 def _plain(v: Any) -> Any:
     """numpy scalars as Python numbers (JSON, CSV)."""
     return v.item() if isinstance(v, np.generic) else v
+
+
+def _end(v: Any) -> Any:
+    """An interval's end for the record: an open end (±∞, a bound-free interval reaching
+    its range) is None, so that the record is strict JSON (as ``Interval.as_dict``)."""
+    from .intervals import finite_or_none
+
+    return finite_or_none(_plain(v))
 
 
 def _interval(release: Any) -> tuple[float, float] | None:
@@ -507,13 +517,13 @@ _ENGINE_FILES = (".parquet", ".pq", ".csv", ".tsv")
 
 
 def open_groups(data: Any, by: str, column: str | None, *, kind: str,
-                where: Mapping[str, Any] | None = None) -> Any:
+                where: Mapping[str, Any] | None = None, missing: str = "drop") -> Any:
     """The grouped primitives (:mod:`instancedp.backends.grouped`) where the data live.
 
     Files: DuckDB over :func:`_file_select` (a CSV's keys as text); SQLite,
     PostgreSQL and Spark: their engine over the named table; an opened
     :class:`~instancedp.backends.Source`: its engine (numpy: in memory).
-    Reads the schema only."""
+    ``missing``: the read policy (:func:`read_policy`).  Reads the schema only."""
     from .backends import open_source
     from .backends.grouped import MemoryGroups, SQLGroups
     from .backends.sql import SQLEngine
@@ -523,7 +533,7 @@ def open_groups(data: Any, by: str, column: str | None, *, kind: str,
 
         path = Path(data)
         engine = connect(path, sql=_file_select(path, by, column, None))
-        return SQLGroups(engine, '"k"', None if column is None else '"v"')
+        return SQLGroups(engine, '"k"', None if column is None else '"v"', missing)
     if kind == "source":
         src = data
     else:
@@ -538,8 +548,10 @@ def open_groups(data: Any, by: str, column: str | None, *, kind: str,
                 parameter=what, allowed=", ".join(map(str, names)),
             )
     if isinstance(engine, SQLEngine):
-        return SQLGroups(engine, engine._col(by), None if column is None else engine._col(column))
-    return MemoryGroups(engine._get(by), None if column is None else engine._get(column))
+        return SQLGroups(engine, engine._col(by), None if column is None else engine._col(column),
+                         missing)
+    return MemoryGroups(engine._get(by), None if column is None else engine._get(column),
+                        missing)
 
 
 class _OneGroup:
@@ -787,15 +799,19 @@ def _scaled(g: Guarantee, c: int) -> Guarantee:
 
 
 def _unique(keys: np.ndarray) -> tuple[list[Any], np.ndarray]:
-    """The distinct keys (None excluded later) and each row's index into them."""
-    try:
-        uniq, inv = np.unique(keys, return_inverse=True)
-        return list(uniq), inv.reshape(-1)
-    except TypeError:  # keys that do not sort together (mixed types, None)
-        index: dict[Any, int] = {}
-        inv = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64,
-                          count=len(keys))
-        return list(index), inv
+    """The distinct keys (None and NaN excluded later) and each row's index into them."""
+    # a NaN key breaks the sort of an object array silently (NaN compares false both
+    # ways: 1.0 next to NaNs was counted once): such keys take the dictionary path
+    if not any(_missing_key(k) for k in keys):
+        try:
+            uniq, inv = np.unique(keys, return_inverse=True)
+            return list(uniq), inv.reshape(-1)
+        except TypeError:  # keys that do not sort together (mixed types)
+            pass
+    index: dict[Any, int] = {}
+    inv = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64,
+                      count=len(keys))
+    return list(index), inv
 
 
 def key_counts(keys: np.ndarray) -> dict[Any, int]:
@@ -832,17 +848,22 @@ def group_values(keys: np.ndarray, values: np.ndarray | None,
     return [np.sort(vals[order[bounds[j]:bounds[j + 1]]]) for j in range(len(wanted))]
 
 
-def run_groups(p: dict[str, Any], group_data: Sequence[np.ndarray], source: Any) -> dict:
-    """Each statistic's mechanism on each group, under the public input policy.
+def run_groups(p: dict[str, Any], group_data: Sequence[np.ndarray], source: Any,
+               missing: str = "drop") -> dict:
+    """Each statistic's mechanism on each group, under the input policy.
 
-    Groups in key order, statistics in the order asked, one shared source:
-    the same draws as one single release per group in that order."""
+    ``missing``: :func:`read_policy`'s — ``"finite"`` drops ±inf before the
+    public policy (whose clamp then never sees them).  Groups in key order,
+    statistics in the order asked, one shared source: the same draws as one
+    single release per group in that order."""
     from .session import analyst_policy, apply_policy
 
     out: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
-    policies = {label: analyst_policy(m) for label, m in p["statistics"]}
+    policies = {label: _stated(analyst_policy(m), missing) for label, m in p["statistics"]}
     cis: dict[str, list[Any]] = {label: [] for label, _ in p["statistics"]}
     for data in group_data:
+        if missing == "finite":
+            data = data[np.isfinite(data)]
         for label, m in p["statistics"]:
             r = m.release(apply_policy(data, policies[label]), rng=source)
             out[label].append(r.value)
@@ -860,6 +881,26 @@ def _some(cis: dict[str, list[Any]]) -> dict[str, list[Any]] | None:
 #: (±inf included) clamped to the bounds — row-by-row maps, so neighbours stay neighbours
 AGGREGATE_POLICY = {"missing": "drop", "out_of_range": "clamp", "infinite": "clamp",
                     "added_public_row": None}
+
+
+def read_policy(analyst: bool, drop_missing: bool) -> str:
+    """The rows a group-by reads, as a single release of the same mode reads them
+    (public: the mode and the option, never the rows).
+
+    * analyst mode: ``"drop"`` — NULL and NaN dropped, ±inf clamped to the bounds
+      (dropped without bounds; a count counts them): the public input policy
+      (:func:`instancedp.session.analyst_policy`);
+    * owner mode: ``"finite"`` — NULL, NaN and ±inf dropped
+      (:func:`instancedp.io.read_column`, :func:`instancedp.sources.
+      owner_missing_policy`); with ``drop_missing=False`` :func:`group_release`
+      refuses them before the charge (:func:`instancedp.io.missing_error`), so the
+      rows read are the same."""
+    return "drop" if analyst else "finite"
+
+
+def _stated(policy: dict[str, Any], missing: str) -> dict[str, Any]:
+    """The recorded input policy: ±inf dropped under the owner's read policy."""
+    return {**policy, "infinite": "drop"} if missing == "finite" else dict(policy)
 
 
 def aggregate_path(kind: str, data: Any, statistic: str | Sequence[str], *,
@@ -931,8 +972,10 @@ def run_aggregates(p: dict[str, Any], groups: Any, keys: Sequence[Any], source: 
             r = release_from_source(m, one, None, source)
             out[label].append(r.value)
             cis[label].append(_interval(r))
+    missing = getattr(groups, "missing_policy", "drop")
     return {"values": out, "intervals": _some(cis),
-            "policies": {label: dict(AGGREGATE_POLICY) for label, _ in p["statistics"]}}
+            "policies": {label: _stated(AGGREGATE_POLICY, missing)
+                         for label, _ in p["statistics"]}}
 
 
 def group_release(
@@ -955,14 +998,22 @@ def group_release(
     charge: Any = None,
     where: Mapping[str, Any] | None = None,
     ci: float | None = None,
+    analyst: bool = False,
 ) -> GroupRelease:
     """Release ``statistic`` of ``column`` for every group of ``by``.
 
     ``charge(guarantee, mechanism, parameters) -> callable(status)`` is called
     once, after every public check and before any row is read for the release
     (the Session passes its ledger's charge).  See the module docstring for
-    keys, contributions and cost.  ``drop_missing=False`` (owner mode) refuses
-    missing values before the charge instead of dropping them.
+    keys, contributions and cost.
+
+    The rows read (:func:`read_policy`), on every engine: ``analyst=True``
+    applies analyst mode's public input policy (NULL and NaN dropped, ±inf
+    clamped to the bounds); otherwise (owner mode) NULL, NaN and ±inf are
+    dropped with ``drop_missing=True`` and refused before the charge with
+    ``drop_missing=False`` (:func:`instancedp.io.missing_error`), as a single
+    release reads them.  A public key whose group is left with no row is
+    answered like any empty group.
 
     Where the groups are computed (public: the kind of input and the request,
     :func:`aggregate_path`): in-memory tables use the in-memory mechanisms on
@@ -1012,18 +1063,22 @@ def group_release(
     if kind == "file":
         _check_file_schema(Path(data), by, column, id_column)
     columns = groups = None
-    if agg and id_column is None:
-        groups = open_groups(data, by, column, kind=kind, where=where)  # the schema only
-    if not drop_missing:  # owner mode: refuse missing values before the charge
+    missing = read_policy(bool(analyst), bool(drop_missing))
+    if agg and id_column is None:  # the schema only
+        groups = open_groups(data, by, column, kind=kind, where=where, missing=missing)
+    if not analyst and not drop_missing:  # owner mode: refuse them before the charge
+        from .io import missing_error
+
         if groups is not None:
-            bad = groups.missing() > 0
+            bad = groups.missing()
+            total = groups.size() if bad else 0
         else:
             columns = read()
-            bad = columns[1] is not None and not np.isfinite(columns[1]).all()
+            vals = columns[1]
+            bad = 0 if vals is None else int(np.count_nonzero(~np.isfinite(vals)))
+            total = 0 if vals is None else int(vals.size)
         if bad:
-            raise DataError(
-                f"column {column!r} has missing or non-numeric values: pass drop_missing=True"
-            )
+            raise missing_error(column, bad, total)
     params: dict[str, Any] = {
         "by": by,
         "column": column,
@@ -1052,7 +1107,7 @@ def group_release(
             if agg:
                 from .backends.grouped import MemoryGroups
 
-                groups = MemoryGroups(kcol, vcol if column is not None else None)
+                groups = MemoryGroups(kcol, vcol if column is not None else None, missing)
         if keys is None:
             counts = groups.rows() if groups is not None else key_counts(kcol)
             sel = p["selection"]
@@ -1064,7 +1119,7 @@ def group_release(
         if groups is not None:
             result = run_aggregates(p, groups, out_keys, source)
         else:
-            result = run_groups(p, group_values(kcol, vcol, out_keys), source)
+            result = run_groups(p, group_values(kcol, vcol, out_keys), source, missing)
     except BaseException:
         if done is not None:
             done("failed")

@@ -38,6 +38,14 @@ the output of a further, charged mechanism.  One function per family:
   for the proof; the failure probability is at most α/2 per side whatever
   the main mechanism did.
 
+* **A single bound-free quantile** (:func:`bound_free_interval`; ``bounds=None``:
+  :class:`~instancedp.mechanisms.loglog.LogLogQuantile`,
+  :class:`~instancedp.mechanisms.unbounded.UnboundedQuantile`): the two scans
+  above on a public range R around the released value (:func:`bound_free_range`,
+  the several-quantile rule's single-value case), on the rows clamped to R,
+  with the ends that reach R opened to ±∞ (:func:`open_ends`): it covers the
+  rows' own x_m.
+
 * **Several quantiles, every mechanism** (:func:`quantiles_intervals`): ONE
   noisy hierarchical histogram (a 16-ary tree over 4,096 public cells, exact
   discrete Laplace on every node) gives an interval for every level by
@@ -65,6 +73,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ParameterError
+from .mechanisms.loglog import LOGLOG_SCALE
 from .privacy import Guarantee, PureDP, compose
 from .random import RandomSource, resolve
 
@@ -79,6 +88,9 @@ TREE_DEPTH = 3
 #: offsets growing by EDGE_RATIO (about 150 edges in all, not 4,095)
 DENSE_EDGES = 16
 EDGE_RATIO = 1.1
+#: a single bound-free release's interval is drawn on v ± this factor × (|v| + 1) around
+#: the released value v (:func:`bound_free_range`)
+BOUND_FREE_FACTOR = 1000.0
 #: denominator of the public rationals bracketing q in the scans' integer queries
 _Q_DENOMINATOR = 2**16
 
@@ -95,6 +107,9 @@ COVERS = {
     QUANTILE: "the query's order statistic x_m, m = max(1, ceil(q·n)), of the rows clamped "
     "to the bounds (any point of the bounds when empty)",
 }
+#: what a single bound-free quantile's interval covers (no bounds: the rows themselves)
+COVERS_BOUND_FREE = ("the query's order statistic x_m, m = max(1, ceil(q·n)), of the rows "
+                     "(any value when the table is empty)")
 
 
 @dataclass(frozen=True)
@@ -662,6 +677,52 @@ def released_range(values: Any) -> tuple[float, float]:
     return lo, hi
 
 
+def bound_free_range(values: Any) -> tuple[float, float]:
+    """The public range R on which a bound-free release's interval is drawn, a
+    function of the released values only (never of a row):
+
+    * values spread over w > 0: R = [v_1 − w/2, v_m + w/2] (:func:`released_range`);
+    * one value v (or several equal ones): R = [v − W, v + W], W = F·(|v| + s),
+      F = :data:`BOUND_FREE_FACTOR`, s = :data:`~instancedp.mechanisms.loglog.
+      LOGLOG_SCALE` (the bound-free mechanisms' unit), clipped to the doubles.
+      Symmetric in value: a value near 0 from data spread far either side still
+      gets both sides (a window in the log chart would end a few units below it).
+
+    R only places the interval's search: :func:`open_ends` makes an end that
+    reaches R infinite, so coverage holds wherever the quantile lies."""
+    v = np.sort(np.asarray(values, dtype=np.float64).reshape(-1))
+    if v.size > 1 and v[-1] > v[0]:
+        return released_range(v)
+    big = float(np.finfo(np.float64).max)
+    c = float(v[0])
+    half = min(BOUND_FREE_FACTOR * (abs(c) + LOGLOG_SCALE), big)
+    return max(c - half, -big), min(c + half, big)
+
+
+def bound_free_interval(
+    rows: np.ndarray, t: float, *, q: float, neighbours: str, epsilon: float, level: float,
+    source: RandomSource,
+) -> tuple[float, float, tuple[float, float]]:
+    """(L, U, R): the interval of a single bound-free quantile release t, covering
+    x_m, m = max(1, ⌈q·n⌉), of the UNCLAMPED rows at ``level``.
+
+    The single release's method with public bounds (:func:`quantile_interval`,
+    two AboveThreshold scans at ε/2 each) run on R = :func:`bound_free_range` of
+    t, a public function of the release, on the rows clamped to R; then
+    :func:`open_ends`.  Clamping is monotone, so the clamped rows' x_m is
+    clip(x_m, R); the scans cover it at ``level`` and the opened ends carry that
+    coverage to x_m itself (:func:`open_ends`).  ε-DP: the scans' guarantee
+    (their candidates depend only on the public t and R; clamping to R is a
+    row-by-row map fixed by them).  ``rows``: sorted, finite."""
+    lower, upper = bound_free_range([t])
+    x = np.clip(np.asarray(rows, dtype=np.float64), lower, upper)
+    lo, hi = quantile_interval(
+        x, t, q=q, lower=lower, upper=upper, neighbours=neighbours, epsilon=epsilon,
+        level=level, chart_scale=chart_scale_for(lower, upper), source=source)
+    (lo, hi), = open_ends([(lo, hi)], lower, upper)
+    return lo, hi, (lower, upper)
+
+
 def open_ends(pairs: list[tuple[float, float]], lower: float, upper: float
               ) -> list[tuple[float, float]]:
     """Intervals for the quantiles of the UNCLAMPED rows from intervals for the rows
@@ -730,9 +791,15 @@ def interval_method(mechanism: Any) -> str | None:
 
 
 def _quantile_spec(mechanism: Any) -> dict[str, Any] | None:
-    """q, bounds and relation of a single quantile release with public bounds."""
-    if getattr(mechanism, "bounds_free", False):  # its support is every double: no bounds
-        return None
+    """q, bounds and relation of a single quantile release; a bound-free one
+    (``bounds_free``: no public bounds) has bounds None and gets its range from
+    the released value (:func:`bound_free_range`)."""
+    if getattr(mechanism, "bounds_free", False):
+        q = getattr(mechanism, "q", None)
+        if q is None or np.ndim(q) != 0:
+            return None
+        return {"q": float(q), "lower": None, "upper": None,
+                "neighbours": mechanism.neighbours, "chart_scale": None}
     query = getattr(mechanism, "query", None)
     q = getattr(query, "q", getattr(mechanism, "q", None))
     lo = getattr(query, "lower", getattr(mechanism, "lower", None))
@@ -778,7 +845,7 @@ def vector_intervals(
     rows are clamped to R and :func:`open_ends` turns the intervals into ones for
     the rows' own quantiles (an end that reaches R is infinite)."""
     if bounds is None:
-        lower, upper = released_range(values)
+        lower, upper = bound_free_range(values)
     else:
         lower, upper = bounds
     pairs, plan = quantiles_intervals(
@@ -791,12 +858,17 @@ def vector_intervals(
     if bounds is None:
         pairs = open_ends(pairs, lower, upper)
         extra["range"] = [lower, upper]
-        extra["range_rule"] = ("R = [v_1 − w/2, v_m + w/2], w = v_m − v_1 (released values); "
-                               "an end reaching R is infinite")
+        extra["range_rule"] = RANGE_RULE
     return IntervalList(
         Interval(level, float(lo), float(hi), covers_quantile(q, clamped=bounds is not None),
                  CDF, epsilon, extra)
         for q, (lo, hi) in zip(qs, pairs, strict=True))
+
+
+#: the record's statement of :func:`bound_free_range` (one text for every bound-free interval)
+RANGE_RULE = (f"R = [v_1 − w/2, v_m + w/2], w = v_m − v_1 (released values); one value v (or "
+              f"equal ones): R = [v − W, v + W], W = {BOUND_FREE_FACTOR:g}·(|v| + "
+              f"{LOGLOG_SCALE:g}); an end reaching R is infinite")
 
 
 def _unsupported(mechanism: Any) -> ParameterError:
@@ -804,8 +876,8 @@ def _unsupported(mechanism: Any) -> ParameterError:
     return ParameterError(
         f"mechanism {name!r} offers no confidence interval; intervals exist for the "
         "Laplace and Gaussian mechanisms, sum-over-count means, smooth sensitivity, "
-        "every median or quantile release with public bounds and every several-quantile "
-        "release",
+        "every median or quantile release (with or without bounds) and every "
+        "several-quantile release",
         parameter="ci",
         allowed="a mechanism with an interval, or ci=None",
     )
@@ -858,12 +930,6 @@ class WithInterval:
         return {**self.inner.parameters(), "interval": self.spec()}
 
     # -- the draws -------------------------------------------------------------------
-    def _rows(self, data: Any) -> np.ndarray:
-        from .mechanisms.quantile import sorted_rows
-
-        spec = _quantile_spec(self.inner)
-        return sorted_rows(data, spec["lower"], spec["upper"])
-
     def _draws(self, data: Any, source: RandomSource, size: int | None) -> tuple[Any, ...]:
         """(values, lower, upper, interval parameters) for one draw (``size=None``) or
         ``size`` draws, from one computation of the private state: ``release`` and
@@ -897,6 +963,8 @@ class WithInterval:
             spec = _quantile_spec(inner)
             from .mechanisms.quantile import sorted_rows
 
+            if spec["lower"] is None:
+                return self._bound_free_draws(values, data, spec, source, size)
             rows = sorted_rows(data, spec["lower"], spec["upper"])
             mid = spec["lower"] + (spec["upper"] - spec["lower"]) / 2
             bounds = [  # a refusal (⊥) still gets its interval: the record keeps its shape
@@ -925,6 +993,22 @@ class WithInterval:
             extra["noisy_log_scale"] = float(noisy[0])
         return _one(values, size), _one(lo, size), _one(hi, size), extra
 
+    def _bound_free_draws(self, values: np.ndarray, data: Any, spec: dict[str, Any],
+                          source: RandomSource, size: int | None) -> tuple[Any, ...]:
+        """The draws of a single bound-free quantile: each value's interval on the range
+        its own value gives (:func:`bound_free_interval`)."""
+        rows = self._vector_rows(data)
+        got = [bound_free_interval(rows, float(v), q=spec["q"], neighbours=spec["neighbours"],
+                                   epsilon=self.interval_epsilon, level=self.level,
+                                   source=source)
+               for v in values.tolist()]
+        lo = np.array([g[0] for g in got], dtype=object)
+        hi = np.array([g[1] for g in got], dtype=object)
+        r = got[0][2]
+        extra = {"range": [r[0], r[1]], "range_rule": RANGE_RULE,
+                 "chart_scale": chart_scale_for(*r), "covers": COVERS_BOUND_FREE}
+        return _one(values, size), _one(lo, size), _one(hi, size), extra
+
     def _vector_rows(self, data: Any) -> np.ndarray:
         from .mechanisms.quantile import sorted_rows
 
@@ -948,9 +1032,10 @@ class WithInterval:
         value, lo, hi, extra = self._draws(data, source, None)
         record = extra.pop("record", None) or self.inner.parameters()
         params = {**record, "interval": self.spec()}
+        covers = extra.pop("covers", COVERS[self.method])
         ci = None
         if lo is not None:
-            ci = Interval(self.level, float(lo), float(hi), COVERS[self.method], self.method,
+            ci = Interval(self.level, float(lo), float(hi), covers, self.method,
                           self.interval_epsilon, extra)
         return Release(value, self._guarantee, self.inner.name, params, source.secure, ci=ci)
 

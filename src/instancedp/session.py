@@ -670,7 +670,7 @@ class Session:
                 self._data, by, column, statistic, epsilon=epsilon, delta=delta, keys=keys,
                 split=split, neighbours=self.neighbours, id_column=id_column,
                 max_groups=max_groups, drop_missing=drop, rng=rng, charge=charge,
-                where=self._where, ci=ci, **options,
+                where=self._where, ci=ci, analyst=self.analyst, **options,
             )
         except (ParameterError, BudgetExceeded, CompositionError, LedgerError):
             raise

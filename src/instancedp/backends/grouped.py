@@ -9,7 +9,8 @@ small aggregates a single release reads (``count``, the exact fixed-point
 grouped primitive     what it returns (one entry per key present in the rows)
 ====================  ==========================================================
 ``rows``              rows holding the key (partition selection's counts)
-``count``             rows after the missing-value policy ("drop")
+``count``             rows after the missing-value policy (``missing``: "drop"
+                      removes NULL and NaN, "finite" ±inf as well)
 ``count_and_sum``     (n, S) with S the exact integer sum on the public grid
 ``histogram``         counts of clamped values per public cell
 ``order_windows``     each key's sorted clamped values at the ranks near q·n
@@ -20,7 +21,11 @@ grouped primitive     what it returns (one entry per key present in the rows)
 ``missing``           rows whose value is NULL, NaN or ±inf (owner-mode check)
 ====================  ==========================================================
 
-Rows with a NULL key form no group.  Each engine returns, per key, the very
+Rows with a NULL or NaN key form no group.  ``missing`` is the read policy, fixed when
+the groups are opened: ``"drop"`` (analyst mode's public policy: NULL and NaN
+dropped, ±inf kept and clamped to the bounds) or ``"finite"`` (the owner's
+read policy, as a single release's: NULL, NaN and ±inf dropped).  Each engine
+returns, per key, the very
 integers :mod:`instancedp.backends.numpy` returns on that key's rows (the
 same IEEE operations as ``sql.py``: clamp then ``+ 0.0``, truncation of
 x·2^s, cells by comparisons with the public edges only), so a release built
@@ -55,7 +60,8 @@ class MemoryGroups:
 
     name = "numpy"
 
-    def __init__(self, keys: Any, values: Any = None) -> None:
+    def __init__(self, keys: Any, values: Any = None, missing: str = "drop") -> None:
+        self.missing_policy = _check_policy(missing)
         keys = np.asarray(keys, dtype=object).ravel()
         vals = (np.zeros(keys.size) if values is None
                 else np.asarray(values, dtype=np.float64).ravel())
@@ -71,10 +77,11 @@ class MemoryGroups:
         return {k: int(v.size) for k, v in self._groups.items()}
 
     def _present(self) -> dict[Any, np.ndarray]:
-        """Each key's values after the "drop" policy; keys left with none are absent
-        (as from a SQL GROUP BY over the kept rows)."""
+        """Each key's values after the missing-value policy; keys left with none are
+        absent (as from a SQL GROUP BY over the kept rows)."""
         if not hasattr(self, "_kept"):
-            kept = {k: v[~np.isnan(v)] for k, v in self._groups.items()}
+            keep = np.isfinite if self.missing_policy == "finite" else (lambda v: ~np.isnan(v))
+            kept = {k: v[keep(v)] for k, v in self._groups.items()}
             self._kept = {k: v for k, v in kept.items() if v.size}
         return self._kept
 
@@ -116,6 +123,19 @@ class MemoryGroups:
     def missing(self) -> int:
         return int(np.count_nonzero(~np.isfinite(self._all))) if self._has_values else 0
 
+    def size(self) -> int:
+        """Every row, any key (the owner's refusal names it)."""
+        return int(self._all.size)
+
+
+def _check_policy(missing: str) -> str:
+    if missing not in ("drop", "finite"):
+        from ..errors import ParameterError
+
+        raise ParameterError(f"missing must be 'drop' or 'finite', got {missing!r}",
+                             parameter="missing", allowed="'drop', 'finite'")
+    return missing
+
 
 #: labels per group when :meth:`SQLGroups.order_windows` narrows each group by counting
 GROUP_LABELS = 1024
@@ -140,7 +160,9 @@ class SQLGroups:
     Every primitive is one ``GROUP BY`` statement returning at most one row
     per (key, cell)."""
 
-    def __init__(self, engine: SQLEngine, key: str, value: str | None) -> None:
+    def __init__(self, engine: SQLEngine, key: str, value: str | None,
+                 missing: str = "drop") -> None:
+        self.missing_policy = _check_policy(missing)
         self.engine = engine
         self.d = engine.dialect
         self.key = key
@@ -154,30 +176,47 @@ class SQLGroups:
         return (f"(SELECT k, v FROM (SELECT {self.key} AS k, {v} AS v FROM "
                 f"{self.engine.relation}) AS r0 WHERE k IS NOT NULL) AS r")
 
-    def _present(self) -> str:
-        """(k, v) after the missing-value policy "drop"."""
+    def _present(self, p: list | None = None) -> str:
+        """(k, v) after the missing-value policy (``"finite"``: ±inf dropped too, the
+        comparisons of ``SQLEngine._values``; ``p`` takes its parameters)."""
         nan = f" AND NOT {self.d.isnan.format(x='v')}" if self.d.isnan else ""
+        if self.missing_policy == "finite":
+            p = [] if p is None else p
+            nan += (f" AND v > {self.d.lit(-math.inf, p)} AND v < {self.d.lit(math.inf, p)}")
         return f"(SELECT k, v FROM {self._base()} WHERE v IS NOT NULL{nan}) AS m"
 
     def _clamped(self, lo: float, hi: float, p: list) -> str:
         """(k, x): x = clamp(v, lo, hi) + 0.0, as ``numpy.clamp``."""
         d = self.d
         expr = d.least.format(a=d.greatest.format(a="v", b=d.lit(lo, p)), b=d.lit(hi, p))
-        return f"(SELECT k, {expr} + {d.lit(0.0, p)} AS x FROM {self._present()}) AS c"
+        zero = d.lit(0.0, p)
+        return f"(SELECT k, {expr} + {zero} AS x FROM {self._present(p)}) AS c"
 
     def _pairs(self, sql: str, p: list) -> list[tuple]:
         return [tuple(r) for r in self.engine.execute(sql, p)]
 
+    def _keyed(self, sql: str, p: list) -> list[tuple]:
+        """Rows of a per-key statement, the first column the key: a NaN key (a floating
+        key column in DuckDB, PostgreSQL or Spark groups its NaNs together) forms no
+        group, as in memory.  Dropping its group's row afterwards is exact: a GROUP BY
+        group's aggregates never mix with another's."""
+        return [r for r in self._pairs(sql, p) if not missing_key(r[0])]
+
     # -- primitives --------------------------------------------------------------
     def rows(self) -> dict[Any, int]:
-        return {k: int(c) for k, c in self._pairs(
+        return {k: int(c) for k, c in self._keyed(
             f"SELECT k, COUNT(*) FROM {self._base()} GROUP BY k", [])}
 
     def count(self) -> dict[Any, int]:
         if self.value is None:
             return self.rows()
-        return {k: int(c) for k, c in self._pairs(
-            f"SELECT k, COUNT(*) FROM {self._present()} GROUP BY k", [])}
+        p: list = []
+        return {k: int(c) for k, c in self._keyed(
+            f"SELECT k, COUNT(*) FROM {self._present(p)} GROUP BY k", p)}
+
+    def size(self) -> int:
+        """Every row, any key (the owner's refusal names it)."""
+        return int(self._pairs(f"SELECT COUNT(*) FROM {self.engine.relation}", [])[0][0])
 
     def missing(self) -> int:
         """Rows (any key) whose value is NULL, NaN or ±inf."""
@@ -211,9 +250,9 @@ class SQLGroups:
             q = 1 << 26
             sql = f"SELECT g, COUNT(*), SUM(t / {q}), SUM(t % {q}) FROM {terms} GROUP BY g"
             return {g: (int(n), (int(hi_ or 0) << 26) + int(lo_ or 0))
-                    for g, n, hi_, lo_ in self._pairs(sql, p)}
+                    for g, n, hi_, lo_ in self._keyed(sql, p)}
         sql = f"SELECT g, COUNT(*), SUM({d.sum_cast.format(k='t')}) FROM {terms} GROUP BY g"
-        return {g: (int(n), int(total or 0)) for g, n, total in self._pairs(sql, p)}
+        return {g: (int(n), int(total or 0)) for g, n, total in self._keyed(sql, p)}
 
     def order_windows(self, lo: float, hi: float,
                       spans: Sequence[tuple[float, int]]) -> dict[Any, dict[int, float]]:
@@ -264,7 +303,7 @@ class SQLGroups:
                     f"ON l.k = t.k AND l.lab = t.lab")
         sql = f"SELECT k, r, x FROM ({numbered}) AS w WHERE {near('r', 'r')}"
         out: dict[Any, dict[int, float]] = {}
-        for key, r, x in self._pairs(sql, p):
+        for key, r, x in self._keyed(sql, p):
             out.setdefault(key, {})[int(r)] = float(x)
         return out
 
@@ -346,14 +385,14 @@ class SQLGroups:
                     for key, (b, c) in cells.items()}
 
         if interior.size == 0:
-            for key, c in self._pairs(f"SELECT k, COUNT(*) FROM {src} GROUP BY k", p):
+            for key, c in self._keyed(f"SELECT k, COUNT(*) FROM {src} GROUP BY k", p):
                 add(key, 0, int(c))
             return done()
         if self.engine.bucket_sql is not None:
             cell = self.engine.bucket_sql("x", interior, p)
             sql = (f"SELECT k, b, COUNT(*) FROM (SELECT k, {cell} AS b FROM {src}) AS h "
                    "GROUP BY k, b")
-            for key, b, c in self._pairs(sql, p):
+            for key, b, c in self._keyed(sql, p):
                 add(key, int(b), int(c))
             return done()
         if d.name == "duckdb" and not d.bind:
@@ -364,7 +403,7 @@ class SQLGroups:
             edges_t = "(SELECT unnest(?::BIGINT[]) AS i, unnest(?::DOUBLE[]) AS edge) AS e"
             sql = (f"SELECT c.k, coalesce(e.i, 0) AS b, COUNT(*) FROM {src} "
                    f"ASOF LEFT JOIN {edges_t} ON c.x >= e.edge GROUP BY c.k, b")
-            for key, b, c in self._pairs(sql, p):
+            for key, b, c in self._keyed(sql, p):
                 add(key, int(b), int(c))
             return done()
         e0, em = float(e[0]), float(e[-1])
@@ -381,13 +420,13 @@ class SQLGroups:
                    f"LEFT JOIN {table} AS e(elab, edge) ON g.lab = e.elab "
                    f"GROUP BY g.k, g.lab")
             lab_sorted = np.array(lab_e, dtype=np.int64)
-            for key, lab, cnt, above in self._pairs(sql, p):
+            for key, lab, cnt, above in self._keyed(sql, p):
                 base = int(np.searchsorted(lab_sorted, int(lab), side="left"))
                 add(key, base, int(cnt) - int(above or 0))
                 if int(above or 0):
                     add(key, base + 1, int(above))
             return done()
         layer = search_cells(d, src, interior, p, carry="k, ")
-        for key, b, c in self._pairs(f"SELECT k, b, COUNT(*) FROM {layer} GROUP BY k, b", p):
+        for key, b, c in self._keyed(f"SELECT k, b, COUNT(*) FROM {layer} GROUP BY k, b", p):
             add(key, int(b), int(c))
         return done()

@@ -71,7 +71,8 @@ class LogLogQuantile(ExponentialQuantile):
     """
 
     name = "loglog_quantile"
-    #: no public bounds (the interval families over bounds do not apply)
+    #: no public bounds: its interval is drawn on a range around the released value
+    #: (:func:`instancedp.intervals.bound_free_interval`)
     bounds_free = True
 
     def __init__(self, query: Any, epsilon: float, *, neighbours: str | None = None) -> None:

@@ -374,6 +374,9 @@ class UnboundedQuantile(Mechanism):
     """
 
     name = "unbounded_quantile"
+    #: no public bounds: its interval is drawn on a range around the released value
+    #: (:func:`instancedp.intervals.bound_free_interval`)
+    bounds_free = True
 
     def __init__(
         self,
