@@ -39,7 +39,7 @@ the two records must be equal.
 ``--quick``: ε = 1, T = 200, no inverse mechanism on the 10⁴-vertex graphs,
 scale at 10⁵ edges (47 s measured on the shared 2-core machine).  Full:
 T = 1000, ε ∈ {0.5, 1, 2}, the 10⁵-vertex graph, scale at 10⁶ edges, two
-repetitions (about 12 minutes: accuracy 443 s, gamma 60 s, scale 3–4 min).
+repetitions (about 10–12 minutes: accuracy 345–443 s, gamma 60 s, scale 3–4 min).
 """
 
 from __future__ import annotations
