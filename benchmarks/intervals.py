@@ -20,7 +20,11 @@ pairs of AboveThreshold scans at ε/(4m) each (``quantile_interval`` per level,
 around the same released values), whose width grows with m.  Quick: n = 1,000,
 ε = 1, 40 trials; full: n ∈ {1,000, 10,000}, ε ∈ {0.5, 1, 2}, 200 trials.
 
+``--singles-only`` / ``--vectors-only`` rerun one part and keep the other's rows
+from the existing JSON.
+
 Run: .venv/bin/python benchmarks/intervals.py [--quick] [--out DIR]
+    [--singles-only | --vectors-only]
 """
 
 from __future__ import annotations
@@ -175,9 +179,12 @@ def _scans_width(x: np.ndarray, values: np.ndarray, qs: list[float], eps: float,
     return float(np.median(widths))
 
 
-def vector_lines(vrows: list[dict], quick: bool) -> list[str]:
+def vector_lines(vrows: list[dict], quick: bool, kept: bool = False) -> list[str]:
     trials = vrows[0]["trials"]
     how = "--quick" if quick else "(full run)"
+    if kept:
+        how += (", kept from the previous run when `--singles-only` rewrote the section "
+                "above")
     lines = [
         "",
         "## Several quantiles: one interval per level from one noisy tree",
@@ -215,7 +222,7 @@ def vector_lines(vrows: list[dict], quick: bool) -> list[str]:
 
 
 def write(rows: list[dict], out: Path, quick: bool,
-          vrows: list[dict] | None = None) -> list[Path]:
+          vrows: list[dict] | None = None, kept_vectors: bool = False) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     trials = rows[0]["trials"]
     lines = [
@@ -274,7 +281,7 @@ def write(rows: list[dict], out: Path, quick: bool,
         "",
     ]
     if vrows:
-        lines += vector_lines(vrows, vrows[0]["trials"] < 200) + [""]
+        lines += vector_lines(vrows, vrows[0]["trials"] < 200, kept_vectors) + [""]
     md = out / "intervals.md"
     md.write_text("\n".join(lines))
     js = out / "intervals.json"
@@ -313,10 +320,17 @@ def main(argv: list[str] | None = None) -> list[Path]:
     parser.add_argument("--vectors-only", action="store_true",
                         help="only the several-quantile part (keeps the single-release "
                         "rows of an existing intervals.json in --out)")
+    parser.add_argument("--singles-only", action="store_true",
+                        help="only the single-release part (keeps the several-quantile "
+                        "rows of an existing intervals.json in --out)")
     args = parser.parse_args(argv)
     if args.vectors_only:
         old = json.loads((args.out / "intervals.json").read_text())
         paths = write(old["rows"], args.out, old["quick"], run_vectors(args.quick))
+    elif args.singles_only:
+        old = json.loads((args.out / "intervals.json").read_text())
+        paths = write(run(args.quick), args.out, args.quick, old["several_quantiles"],
+                      kept_vectors=True)
     else:
         paths = write(run(args.quick), args.out, args.quick, run_vectors(args.quick))
     print(paths[0].read_text())

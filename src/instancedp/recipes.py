@@ -114,11 +114,11 @@ _DEFAULT_ADD_REMOVE = {"median": "exponential", "quantile": "exponential", "mean
 # ε·n ≥ SMOOTH_QUANTILE_MIN_EPSILON_N, else the exponential mechanism (public:
 # ε and the public n; without n, n = 1000 is assumed, i.e. smooth iff ε ≥ 2).
 # From docs/results/median.md and median_ties.md (40 cells, MAE ÷ best peer):
-# the smooth median's error grows like 1/ε² (1.6–3× the peers at
+# the smooth median's error grows like 1/ε² (1.5–3.1× the peers at
 # ε ∈ [0.5, 1] on continuous data), but on tie-heavy data it wins once ε·n is
 # large (≈ 0 error at n = 10⁴, ε ≥ 0.5) where the exponential mechanism is
-# stuck at half a unit (7–70×).  2000 is the per-cell minimax choice: worst
-# ratio 10.4 over the 40 cells, against 70 for always-exponential and 21 for
+# stuck at half a unit (7–145×).  2000 is the per-cell minimax choice: worst
+# ratio 6.6 over the 40 cells, against 145 for always-exponential and 22 for
 # always-smooth.
 SMOOTH_QUANTILE_MIN_EPSILON_N = 2000.0
 

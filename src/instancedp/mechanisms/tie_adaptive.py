@@ -93,7 +93,7 @@ SWITCH_RATE = 0.05
 #: (synthetic Poisson columns, ε ∈ [0.25, 1]: docs/results/tie_choice.md)
 MIN_TIES = 25
 #: P(switch) on data without a tie at the target rank (D = 0) is at most this: there
-#: smooth sensitivity is 2–12× worse (docs/results/tie_choice.md), so a false switch
+#: smooth sensitivity is 2–10× worse (docs/results/tie_choice.md), so a false switch
 #: must be rare enough to cost ≲ 5 % of the default's error on average
 FALSE_SWITCH_RATE = 0.005
 
