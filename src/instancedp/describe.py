@@ -104,6 +104,24 @@ SPLIT: dict[str, float] = {"quantiles": 0.5, "sum": 0.25, "count": 0.25}
 #: … and with error bars: the quantiles' intervals take a quarter of their share
 SPLIT_CI: dict[str, float] = {"quantiles": 0.375, "intervals": 0.125, "sum": 0.25,
                               "count": 0.25}
+#: a column without bounds, with error bars: the location (the median, released as
+#: p50), the spread scan, the four outer quantiles on B, the error bars' tree, the
+#: sum and the count (module docstring) …
+SPLIT_FREE_CI: dict[str, float] = {"location": 0.25, "spread": 0.1, "quantiles": 0.25,
+                                   "intervals": 0.1, "sum": 0.15, "count": 0.15}
+
+
+def column_split(bounded: bool, level: float | None) -> dict[str, float]:
+    """A column's within-column split (public: whether it has bounds, whether there
+    are error bars)."""
+    if bounded:
+        return SPLIT if level is None else SPLIT_CI
+    if level is not None:
+        return SPLIT_FREE_CI
+    # without error bars the tree's share goes to the outer quantiles
+    out = {k: v for k, v in SPLIT_FREE_CI.items() if k != "intervals"}
+    out["quantiles"] = SPLIT_FREE_CI["quantiles"] + SPLIT_FREE_CI["intervals"]
+    return out
 #: the default confidence level of describe's error bars
 DEFAULT_LEVEL = 0.95
 #: describe's noisy tree: 32² = 1,024 cells (1,056 exact noises per column, a
@@ -118,9 +136,15 @@ COVERS: dict[str, str] = {
                  "(clamped to the bounds where given; without bounds an end reaching R "
                  "is infinite)",
 }
-#: the bound-free grid's ratio in describe: 1% steps (the scan's length, and its
-#: secure draws, grow like log(|value|)/log(beta); 1.001 is ten times slower)
-UNBOUNDED_BETA = 1.01
+#: the bound-free range step (no bounds for a column): its shares of the quantile
+#: share (the rest goes to the five quantiles on the range B), the coarse public grid
+#: scale·(β^i − 1) of its two scans, and B's reach in spread units
+#: (``benchmarks/describe_accuracy.py`` chose them; module docstring)
+BOUND_FREE: dict[str, Any] = {"beta": 2.0, "scale": 2.0 ** -10, "steps": 64,
+                              "reach": 8.0, "mean_range": "B"}
+#: the location step: its grid stage's fraction of its ε and its bracket's reach in
+#: grid steps (:class:`~instancedp.mechanisms.unbounded_quantiles.GridMedian`)
+LOCATION_STAGES: dict[str, Any] = {"grid_fraction": 0.5, "reach": 2}
 #: declared types that are numbers (one home: the DuckDB backend's)
 _NUMERIC = NUMERIC_TYPES
 
@@ -298,10 +322,10 @@ def describe(
     chosen, rule = numeric_columns(data, columns)
     col_bounds = _check_bounds(bounds, chosen)
     eps_col = eps / len(chosen)
-    split = SPLIT if level is None else SPLIT_CI
-    shares = {k: v * eps_col for k, v in split.items()}
-    plans = {col: column_plan(col_bounds.get(col), shares, rel) for col in chosen}
-    parts = [PureDP(shares[k]) for _ in chosen for k in split]
+    splits = {col: column_split(col in col_bounds, level) for col in chosen}
+    shares = {col: {k: v * eps_col for k, v in splits[col].items()} for col in chosen}
+    plans = {col: column_plan(col_bounds.get(col), shares[col], rel) for col in chosen}
+    parts = [PureDP(shares[c][k]) for c in chosen for k in splits[c]]
     total = compose(parts)  # basic composition: exact for pure parts
     guarantee = PureDP(eps)
     parameters: dict[str, Any] = {
@@ -312,23 +336,49 @@ def describe(
         "levels": list(LEVELS),
         "split": {
             "per_column": eps_col,
-            "within_column": dict(split),
+            "within_column": dict(column_split(True, level)),
             "composition": f"basic (pure ε parts sum to {total.epsilon:.12g})",
         },
         "bounds": {c: (list(p["bounds"]) if p["bounds"] else None) for c, p in plans.items()},
         "mechanisms": {
             c: {
                 "quantiles": p["quantiles"].name if p["bounds"] else (
-                    "unbounded_quantiles (p5, p95; ½ of the quantile share), then "
-                    "recursive_quantiles (p25, p50, p75; ½) on R = [p5 − w/2, p95 + w/2], "
-                    "w = p95 − p5"),
-                "mean": "sum_over_count" + ("" if p["bounds"] else ", clamped to R"),
+                    "grid_median (p50 = m), then recursive_quantiles on the halves of "
+                    "B = [m − c·S, m + c·S] below and from m (p5, p25; p75, p95), S from "
+                    "the spread step: the exponential mechanism over the grid's cells "
+                    "for the median of |x − m|"),
+                "mean": "sum_over_count" + ("" if p["bounds"] else (
+                    ", clamped to B" if BOUND_FREE["mean_range"] == "B" else
+                    ", clamped to R")),
                 "count": "the mean's noisy count, rounded, at least 0",
             }
             for c, p in plans.items()
         },
         "input_policy": {"missing": "drop", "out_of_range": "clamp to the bounds"},
     }
+    free = {c: p for c, p in plans.items() if p["bounds"] is None}
+    if free:
+        loc = next(iter(free.values()))["location"]
+        parameters["split"]["within_column_bound_free"] = dict(column_split(False, level))
+        parameters["bound_free"] = {
+            "columns": list(free),
+            # the quantile share's parts (ε per column), adding up to it
+            "location": {"mechanism": loc.name, **loc.parameters()},
+            "spread": {"mechanism": "exponential over the grid's cells (t_i, t_i+1]",
+                       "score": "ranks from the median of |x − m|",
+                       "grid": {"kind": "geometric", "beta": BOUND_FREE["beta"],
+                                "scale": BOUND_FREE["scale"], "steps": BOUND_FREE["steps"]}},
+            "range": f"B = [m − c·S, m + c·S], c = {BOUND_FREE['reach']:g}, S = the "
+                     "upper end of the spread step's cell",
+            "outer_quantiles": "recursive_quantiles on [B's lower end, m] (levels 0.1, "
+                               "0.5 of the rows below m) and [m, B's upper end] (0.5, 0.9 "
+                               "of the rows from m): parallel halves, two levels",
+            "mean": "sum_over_count clamped to " + (
+                "B" if BOUND_FREE["mean_range"] == "B" else
+                "R = [p5 − w/2, p95 + w/2] ∩ B, w = p95 − p5"),
+            "composition": "adaptive sequential: location, spread given m, outer "
+                           "quantiles given B, then the tree, sum and count",
+        }
     if level is not None:
         from .intervals import CDF, RATIO
 
@@ -338,7 +388,7 @@ def describe(
             "method": {"count": "laplace noise quantile (exact)", "mean": RATIO,
                        "quantiles": f"{CDF} (one tree of {TREE[0]}^{TREE[1]} cells for "
                                     "the five levels)"},
-            "epsilon_per_column": shares["intervals"],
+            "epsilon_per_column": eps_col * SPLIT_CI["intervals"],
             "coverage": "each interval separately, at the level",
         }
     session.ledger.price(session.dataset_id, guarantee, None)  # CompositionError early
@@ -355,7 +405,7 @@ def describe(
                     from .io import AnalystQuery
 
                     cd = ColumnData(np.sort(AnalystQuery(data, column=col).read()))
-                rows_col, rec = column_release(cd, col, plans[col], shares, source,
+                rows_col, rec = column_release(cd, col, plans[col], shares[col], source,
                                                NoisySumOverCount, level)
                 rows.append(rows_col)
                 records[col] = rec
@@ -404,12 +454,32 @@ def column_plan(
         qmech = build_quantiles_mechanism(
             LEVELS, shares["quantiles"], mechanism="recursive", bounds=bounds,
             neighbours=relation)
-    else:  # the outer pair bound-free; the quartiles once the range is released
-        from .mechanisms.unbounded_quantiles import UnboundedQuantiles
+    else:  # the range B first (location, then spread); the five quantiles on B later
+        from .mechanisms.unbounded_quantiles import GridMedian
 
-        qmech = UnboundedQuantiles((LEVELS[0], LEVELS[-1]), shares["quantiles"] / 2,
-                                   neighbours=relation, beta=UNBOUNDED_BETA)
+        qmech = GridMedian(shares["location"], neighbours=relation, beta=BOUND_FREE["beta"],
+                           scale=BOUND_FREE["scale"], steps=BOUND_FREE["steps"],
+                           **LOCATION_STAGES)
+        return {"bounds": None, "location": qmech, "spread": shares["spread"],
+                "relation": relation}
     return {"bounds": bounds, "quantiles": qmech, "relation": relation}
+
+
+def bound_free_range(centre: float, spread_index: int) -> tuple[float, float]:
+    """B = [m − c·S, m + c·S]: m the released location, S = t_{i+1} the upper end of
+    the spread step's released cell i (≥ t_1, the grid's scale: never an empty
+    range), c the reach (:data:`BOUND_FREE`); a public function of released values,
+    inside the doubles."""
+    from .mechanisms.unbounded import geometric_candidates
+
+    beta, scale = BOUND_FREE["beta"], BOUND_FREE["scale"]
+    step = float(geometric_candidates(spread_index + 1, 1, beta, scale)[0])
+    reach = BOUND_FREE["reach"] * step
+    big = float(np.finfo(np.float64).max)
+    lo, hi = max(centre - reach, -big), min(centre + reach, big)
+    if not hi > lo:  # m ± c·S rounds to m (|m| ≫ S): the neighbouring doubles
+        lo, hi = float(np.nextafter(centre, -np.inf)), float(np.nextafter(centre, np.inf))
+    return lo, hi
 
 
 # -- reading a column: in memory, or from an engine's aggregates -------------------------
@@ -577,18 +647,30 @@ class ColumnData:
                  column: str | None = None, data: Any = None) -> None:
         self.x, self.source, self.column, self.data = x, source, column, data
 
-    def bound_free(self, mech: Any, rs: Any) -> Any:
-        """The bound-free p5 and p95 (:class:`~instancedp.mechanisms.unbounded_quantiles.
-        UnboundedQuantiles`): each part released from the engine's aggregates
-        (:func:`~instancedp.sources.release_from_source`: the same draws as in memory)."""
+    def bound_free(self, plan: dict[str, Any], rs: Any) -> dict[str, Any]:
+        """The bound-free range step (module docstring): the location m (the
+        bound-free median, :class:`~instancedp.mechanisms.unbounded.UnboundedQuantile`),
+        then the spread scan around m (:func:`~instancedp.mechanisms.unbounded_quantiles.
+        spread_index`), both read from the same counts: the rows in memory, or one
+        ``log_bins`` aggregate and exact histograms on an engine
+        (:func:`~instancedp.sources.unbounded_readers`: the same integers, so the
+        same draws)."""
+        from .mechanisms.unbounded import RankCounts
+        from .mechanisms.unbounded_quantiles import spread_index
+
+        loc = plan["location"]
         if self.source is not None:
             from .sources import unbounded_readers
 
-            # both parts scan the same public grid: the counts one scan read serve the other
-            counts, clamped = unbounded_readers(self.source, self.column, mech._parts)
-            values = [p.draw_from(counts, clamped, rs) for p in mech._parts]
-            return mech._record(np.sort(np.array(values, dtype=np.float64)), rs)
-        return mech.release(self.x, rng=rs)
+            counts, clamped = unbounded_readers(self.source, self.column, [loc])
+            m = loc.draw_from(counts, clamped, rs)
+        else:
+            counts = RankCounts(self.x)
+            m = loc._draw(self.x, rs)
+        j = spread_index(counts, m, plan["spread"], plan["relation"], BOUND_FREE["beta"],
+                         BOUND_FREE["scale"], BOUND_FREE["steps"], rs)
+        lo, hi = bound_free_range(m, j)
+        return {"location": float(m), "spread_index": int(j), "range": [lo, hi]}
 
     def clamped(self, lo: float, hi: float) -> tuple[int, int | None, Any, Any]:
         """(n, exact shifted clamped sum, rank reader, tree leaves function) on [lo, hi]."""
@@ -637,24 +719,28 @@ def column_release(
     records: dict[str, Any] = {}
     if plan["bounds"] is not None:
         lo, hi = plan["bounds"]
-        qmech, outer = plan["quantiles"], None
-    else:  # a public function of released values: the winsorising range R
-        from .intervals import released_range
-
-        rec = data.bound_free(plan["quantiles"], source)
-        records["quantiles"] = rec.to_dict()
-        outer = [float(v) for v in rec.value]
-        lo, hi = released_range([outer[0], outer[-1]])
-        qmech = build_quantiles_mechanism(
-            LEVELS[1:-1], shares["quantiles"] / 2, mechanism="recursive", bounds=(lo, hi),
-            neighbours=plan["relation"])
+        qmech = plan["quantiles"]
+    else:  # B: a public function of the range step's released values
+        records["range"] = data.bound_free(plan, source)
+        lo, hi = records["range"]["range"]
+        m = records["range"]["location"]
     n, total, reader, leaves = data.clamped(lo, hi)
-    reader.prefetch(_rank_windows(qmech, n))
-    q = qmech._record(qmech.draw_from(n, reader, source), source)
-    records["quartiles" if outer else "quantiles"] = q.to_dict()
-    qs = [float(v) for v in q.value]
-    if outer:
-        qs = sorted([outer[0], *qs, outer[-1]])
+    if plan["bounds"] is not None:
+        reader.prefetch(_rank_windows(qmech, n))
+        q = qmech._record(qmech.draw_from(n, reader, source), source)
+        records["quantiles"] = q.to_dict()
+        qs = [float(v) for v in q.value]
+    else:  # the location is p50; the outer four by the recursion on B's two halves
+        outer = outer_quantiles(n, reader, (lo, hi), m, shares["quantiles"],
+                                plan["relation"], source)
+        records["outer_quantiles"] = outer
+        qs = sorted([outer[0], outer[1], m, outer[2], outer[3]])
+        if BOUND_FREE["mean_range"] == "R":  # a tighter clamp: one more pass
+            from .intervals import released_range
+
+            lo, hi = released_range([qs[0], qs[-1]])
+            lo, hi = max(lo, records["range"]["range"][0]), min(hi, records["range"]["range"][1])
+            n, total, reader, leaves = data.clamped(lo, hi)
     # ε_sum + ε_count = 2·¼ of the column's ε; split ½ within the sum-count mean
     mean_mech = sum_count(lo, hi, shares["sum"] + shares["count"],
                           split=shares["sum"] / (shares["sum"] + shares["count"]))
@@ -671,6 +757,68 @@ def column_release(
     if plan["bounds"] is None:
         row["mean_clamp"] = [float(lo), float(hi)]
     return row, records
+
+
+#: the outer levels on B's halves: (p5, p25) of the rows below m and (p75, p95) of
+#: the rows from m on, as levels of each half (Kaplan, Schnapp & Stemmer 2022's
+#: children of a root at the median)
+HALF_LEVELS: tuple[tuple[float, float], tuple[float, float]] = ((0.1, 0.5), (0.5, 0.9))
+
+
+class _Offset:
+    """A rank reader over ranks [offset, …) of another (one half of a column)."""
+
+    def __init__(self, reader: Any, offset: int) -> None:
+        self.reader, self.offset = reader, offset
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        return self.reader.read(self.offset + start, self.offset + stop)
+
+    def prefetch(self, windows: list[tuple[int, int]]) -> None:
+        self.reader.prefetch([(a + self.offset, b + self.offset) for a, b in windows])
+
+
+def rank_below(reader: Any, n: int, v: float) -> int:
+    """#{rows < v} among the n sorted rows ``reader`` reads by rank (bisection on
+    single ranks; an index's cells first where the reader has one)."""
+    left, right = 0, n
+    if isinstance(reader, IndexedColumn):  # the cell holding v bounds the bisection
+        c = int(np.searchsorted(reader.edges, v, side="right")) - 1
+        c = min(max(c, 0), reader.counts.size - 1)
+        left, right = int(reader.cum[c]), int(reader.cum[c + 1])
+        if reader.counts[c] == 0 or reader.mins[c] >= v:
+            return left
+        if reader.maxs[c] < v:
+            return right
+    elif hasattr(reader, "x"):
+        return int(np.searchsorted(reader.x, v, side="left"))
+    while left < right:
+        mid = (left + right) // 2
+        if reader.read(mid, mid + 1)[0] < v:
+            left = mid + 1
+        else:
+            right = mid
+    return left
+
+
+def outer_quantiles(n: int, reader: Any, bounds: tuple[float, float], m: float,
+                    epsilon: float, relation: str, source: Any) -> list[float]:
+    """p5, p25, p75, p95 given the released median m: the rows below m and the rows
+    from m on are split by a public value, so each half runs the recursive algorithm
+    (:func:`~instancedp.mechanisms.recursive_quantiles.recursive_draw`: two levels,
+    ε₀ each) and a row changes one half only: ε = 2·ε₀ under add/remove (parallel
+    composition across the halves, sequential over the two levels; twice that under
+    substitution, as :class:`~instancedp.mechanisms.recursive_quantiles.
+    RecursiveQuantiles`).  The left half's draws come first."""
+    from .mechanisms.recursive_quantiles import recursion_depth, recursive_draw
+
+    lo, hi = bounds
+    m = min(max(m, lo), hi)
+    eps0 = epsilon / (recursion_depth(2) * (2 if relation == "substitution" else 1))
+    cut = rank_below(reader, n, m)
+    left = recursive_draw(HALF_LEVELS[0], lo, m, eps0, cut, _Offset(reader, 0), source)
+    right = recursive_draw(HALF_LEVELS[1], m, hi, eps0, n - cut, _Offset(reader, cut), source)
+    return [float(v) for v in (*left, *right)]
 
 
 def _column_intervals(
@@ -704,6 +852,26 @@ def _column_intervals(
     out.update({name: [float(a), float(b)]
                 for name, (a, b) in zip(QUANTILE_NAMES, pairs, strict=True)})
     return out
+
+
+def describe_column(x: Any, epsilon: float, *, bounds: tuple[float, float] | None = None,
+                    ci: float | None = DEFAULT_LEVEL, rng: Any = None) -> dict[str, Any]:
+    """One column's row of :func:`describe` at the column's ε (describe gives each of
+    k columns ε/k): the same plan and draws as describe on a one-column table of the
+    finite values ``x`` with the same seed (benchmarks and tests call it without a
+    session; it charges nothing)."""
+    from .intervals import check_level
+    from .mechanisms.sum_count import NoisySumOverCount
+    from .random import resolve
+
+    level = None if ci is None else check_level(ci)
+    eps = _validate.epsilon(epsilon)
+    shares = {k: v * eps for k, v in column_split(bounds is not None, level).items()}
+    plan = column_plan(None if bounds is None else _validate.bounds(*bounds), shares,
+                       "add_remove")
+    row, _ = column_release(np.sort(np.asarray(x, dtype=np.float64)), "x", plan, shares,
+                            resolve(rng), NoisySumOverCount, level)
+    return row
 
 
 def print_table(result: DescribeResult, title: str | None = None) -> None:
