@@ -149,10 +149,10 @@ def test_outer_quantiles_run_the_halves_at_half_the_share(monkeypatch):
 
 
 def test_the_stated_parts_add_up_to_epsilon():
+    import pandas as pd
+
     from instancedp import Session
     from instancedp.privacy import PureDP
-
-    import pandas as pd
 
     x = np.random.default_rng(1).normal(4200.0, 800.0, 50)
     for ci in (0.9, None):

@@ -712,7 +712,6 @@ def column_release(
     p95 first where there are no bounds), the sum's noise, the count's, the
     error bars' tree."""
     from .queries.means import fixed_point_exponent, fixed_point_value
-    from .recipes import build_quantiles_mechanism
 
     if not isinstance(data, ColumnData):
         data = ColumnData(np.sort(np.asarray(data, dtype=np.float64)))
