@@ -23,7 +23,8 @@ the mean of the rows clamped to the bounds, or to the released range B without
 bounds) and median width (in IQRs; an open end is an infinite width).
 
 Tuning (``--sweep``), on the synthetic cells only: the configurations of
-``VARIANTS`` on n ∈ {100, 342, 1,000}, all ε and k, 40 trials each.  The rule,
+``VARIANTS`` on n ∈ {100, 342, 1,000}, ε = 1, k ∈ {1, 3, 8} (per-column ε
+1, ⅓, ⅛), 20 trials each.  The rule,
 fixed before the sweep ran: the configuration with the smallest median over
 those cells of the mean over the six statistics of the median absolute error
 (in IQRs) wins; the real columns are reported with the winner, never used to
@@ -141,7 +142,8 @@ def cell_seed(*parts: Any) -> list[int]:
             if not isinstance(p, int) else p for p in parts]
 
 
-def run_cells(kinds, sizes, epsilons, columns, trials, log) -> list[dict[str, Any]]:
+def run_cells(kinds, sizes, epsilons, columns, trials, log,
+              bounded: tuple[bool, ...] = (False, True)) -> list[dict[str, Any]]:
     cells = []
     for kind in kinds:
         for n in sizes:
@@ -149,13 +151,13 @@ def run_cells(kinds, sizes, epsilons, columns, trials, log) -> list[dict[str, An
                     for t in range(trials)]
             for eps in epsilons:
                 for k in columns:
-                    for bounded in (False, True):
+                    for bound in bounded:
                         t0 = time.perf_counter()
-                        res = [one(x, eps / k, bounded,
-                                   cell_seed(kind, n, t, int(eps * 100), k, int(bounded)))
+                        res = [one(x, eps / k, bound,
+                                   cell_seed(kind, n, t, int(eps * 100), k, int(bound)))
                                for t, x in enumerate(data)]
                         cells.append({"data": kind, "n": n, "epsilon": eps, "k": k,
-                                      "bounds": "x100" if bounded else None,
+                                      "bounds": "x100" if bound else None,
                                       "trials": trials, "stats": summarise(res),
                                       "seconds": time.perf_counter() - t0})
             log(f"{kind} n={n} done")
@@ -201,6 +203,27 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                        "sum": 0.125, "count": 0.125}},
     "c4-grid0.3": {"BOUND_FREE": {**_B, "reach": 4.0, "mean_range": "B"},
                    "LOCATION_STAGES": {"grid_fraction": 0.3, "reach": 2}},
+    # a second round, after the first showed that a short reach and the location's
+    # share matter most
+    "c2-meanB": {"BOUND_FREE": {**_B, "reach": 2.0, "mean_range": "B"}},
+    "c3-loc35": {"BOUND_FREE": {**_B, "reach": 3.0, "mean_range": "B"},
+                 "SPLIT_FREE_CI": {**_S, "location": 0.35, "quantiles": 0.2, "sum": 0.125,
+                                   "count": 0.125}},
+    "c3-loc30-sp15": {"BOUND_FREE": {**_B, "reach": 3.0, "mean_range": "B"},
+                      "SPLIT_FREE_CI": {**_S, "location": 0.3, "spread": 0.15,
+                                        "quantiles": 0.2, "sum": 0.125, "count": 0.125}},
+    "c3-reach1": {"BOUND_FREE": {**_B, "reach": 3.0, "mean_range": "B"},
+                  "LOCATION_STAGES": {"grid_fraction": 0.5, "reach": 1}},
+    # a third and last round around the second's best (c3-loc30-sp15)
+    "c3-loc35-sp15": {"BOUND_FREE": {**_B, "reach": 3.0, "mean_range": "B"},
+                      "SPLIT_FREE_CI": {**_S, "location": 0.35, "spread": 0.15,
+                                        "quantiles": 0.15, "sum": 0.125, "count": 0.125}},
+    "c2.5-loc30-sp15": {"BOUND_FREE": {**_B, "reach": 2.5, "mean_range": "B"},
+                        "SPLIT_FREE_CI": {**_S, "location": 0.3, "spread": 0.15,
+                                          "quantiles": 0.2, "sum": 0.125, "count": 0.125}},
+    "c3-loc30-sp15-sc10": {"BOUND_FREE": {**_B, "reach": 3.0, "mean_range": "B"},
+                           "SPLIT_FREE_CI": {**_S, "location": 0.3, "spread": 0.15,
+                                             "quantiles": 0.25, "sum": 0.1, "count": 0.1}},
 }
 
 
@@ -227,8 +250,8 @@ def sweep(trials: int, log, only: list[str] | None = None) -> list[dict[str, Any
             continue
         old = apply(variant)
         try:
-            cells = [c for c in run_cells(KINDS, SIZES[:3], EPSILONS, COLUMNS, trials,
-                                          lambda _m: None) if c["bounds"] is None]
+            cells = [c for c in run_cells(KINDS, SIZES[:3], (1.0,), COLUMNS, trials,
+                                          lambda _m: None, bounded=(False,))]
         finally:
             apply(old)
         rows.append({"variant": name, "overrides": repr(variant), "score": score(cells),
@@ -297,6 +320,11 @@ def write(res: dict[str, Any], out: Path) -> list[Path]:
         *table(headline(cells)),
         "",
     ]
+    before = res.get("before")
+    if before:
+        lines += [f"Before this design (the bound-free p5/p95 scans; `{before['command']}` "
+                  f"at commit {before['commit']}, the same cells and seeds):", "",
+                  *table(headline(before["cells"])), ""]
     free = [c for c in cells if c["bounds"] is None]
     if free:
         by_n = {}
@@ -359,6 +387,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--sweep-only", nargs="*", default=None,
                     help="only the sweep (of the named variants; all without names)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--before", type=Path, default=OUT / "describe_accuracy_before.json",
+                    help="a --headline-only JSON of the previous design, shown beside the "
+                         "headline")
     ap.add_argument("--headline-only", action="store_true",
                     help="only the headline cells (n = 342, ε = 1, k = 3), e.g. on an "
                          "older tree for a before/after comparison")
@@ -370,9 +401,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     def log(msg: str) -> None:
         print(f"[{time.perf_counter() - t0:6.0f}s] {msg}", flush=True)
 
-    if args.sweep_only is not None:
-        rows = sweep(30, log, args.sweep_only)
+    if args.sweep_only is not None:  # merged by variant into the sweep's own file
+        rows = sweep(20, log, args.sweep_only)
         print(json.dumps(rows, indent=1))
+        path = args.out / "describe_accuracy_sweep.json"
+        old = json.loads(path.read_text()) if path.exists() else []
+        done = {r["variant"]: r for r in old} | {r["variant"]: r for r in rows}
+        path.write_text(json.dumps([done[v] for v in VARIANTS if v in done], indent=1) + "\n")
         return {"sweep": rows}
     if args.headline_only:
         cells = run_cells(KINDS, (HEADLINE["n"],), (HEADLINE["epsilon"],), (HEADLINE["k"],),
@@ -388,8 +423,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     if getattr(args, f.replace("-", "_")))
     res = {"command": "python benchmarks/describe_accuracy.py" + flags,
            "quick": args.quick, "cells": cells, "real": real,
-           "sweep": sweep(40, log) if args.sweep else None}
+           "sweep": sweep(20, log) if args.sweep else None}
     res["seconds"] = time.perf_counter() - t0
+    if not args.headline_only and args.before.exists():
+        res["before"] = json.loads(args.before.read_text())
+    sweep_file = args.out / "describe_accuracy_sweep.json"
+    if res["sweep"] is None and sweep_file.exists():  # the last --sweep-only runs
+        res["sweep"] = json.loads(sweep_file.read_text())
     for p in write(res, args.out):
         log(f"wrote {p}")
     return res

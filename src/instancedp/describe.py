@@ -15,10 +15,14 @@ Everything that shapes the release is public and fixed before the charge:
   add/remove neighbours (the row count stays private; the session refuses it
   under substitution).
 * **Split** — ε/k per column (k columns; each row touches every column:
-  sequential composition), and within a column ½ to the five quantiles, ¼ to
-  the clamped sum and ¼ to the count (:data:`SPLIT`); with error bars (the
-  default, ``ci=0.95``) the quantiles keep ⅜ and their intervals take ⅛
-  (:data:`SPLIT_CI`).  The mean is lower + (noisy sum ÷ noisy count) as in
+  sequential composition), and within a column with bounds ½ to the five
+  quantiles, ¼ to the clamped sum and ¼ to the count (:data:`SPLIT`); with
+  error bars (the default, ``ci=0.95``) the quantiles keep ⅜ and their
+  intervals take ⅛ (:data:`SPLIT_CI`).  A column without bounds has its own
+  split (:data:`SPLIT_FREE_CI`: the location, the spread, the outer quantiles,
+  the intervals, the sum and the count; without error bars the intervals'
+  share goes to the outer quantiles), stated in the record.  The mean is
+  lower + (noisy sum ÷ noisy count) as in
   :class:`~instancedp.mechanisms.sum_count.NoisySumOverCount`, whose parts are
   reused, and the count is that noisy count (rounded, at least 0:
   post-processing).  The parts are pure ε-DP and add up to ε: one ledger
@@ -27,13 +31,40 @@ Everything that shapes the release is public and fixed before the charge:
 * **Mechanisms** — with public bounds (lo, hi) for a column: the recursive
   quantiles of Kaplan, Schnapp & Stemmer (2022) (O(n log n); the joint
   mechanism's O(m²·n) pass is slower on large tables) and the mean clamped to
-  [lo, hi].  Without bounds: p5 and p95 by the bound-free quantile (Durfee
-  2023; ¼ of the quantile share each), which give the public range
-  R = [p5 − w/2, p95 + w/2], w = p95 − p5 (grid ratio :data:`UNBOUNDED_BETA`;
-  :func:`~instancedp.intervals.released_range`); then the quartiles by the
-  recursive algorithm on the rows clamped to R (½ of the share), and the mean
-  clamped to R (adaptive composition: R is a function of released values; a
-  winsorised mean, stated in the output).  The five values are sorted
+  [lo, hi].  Without bounds, a range step first, then the bounded path on the
+  range it releases:
+
+  1. the location m — :class:`~instancedp.mechanisms.unbounded_quantiles.
+     GridMedian`: the exponential mechanism over the cells of a capped public
+     geometric grid (±scale·(β^i − 1), i ≤ steps: :data:`BOUND_FREE`) scored by
+     their distance in ranks from the median (Δ = ½ under add/remove), then the
+     exponential mechanism for the median on the rows clamped to the chosen
+     cell widened by :data:`LOCATION_STAGES` cells; m is released as p50;
+  2. the spread S — the exponential mechanism over the cells (t_i, t_{i+1}] of
+     the grid t_i = scale·(β^i − 1) scored by their distance in ranks from the
+     median of |x − m| (the median absolute deviation's cell; a row-by-row
+     selection given the public m, Δ = ½; :func:`~instancedp.mechanisms.
+     unbounded_quantiles.spread_log_weights`); S is the cell's upper end;
+  3. B = [m − c·S, m + c·S] (:func:`bound_free_range`, c = the reach), and
+     p5, p25 and p75, p95 by the recursive algorithm on B's two halves, the
+     rows below m on [B's lower end, m] at levels 0.1, 0.5 and the rows from m
+     on [m, B's upper end] at 0.5, 0.9 (:func:`outer_quantiles`: the halves
+     are split by a public value, so a row changes one of them: parallel
+     composition, two levels);
+  4. the mean clamped to B (adaptive composition: B is a function of released
+     values; a winsorised mean, stated in the output).
+
+  Why not the bound-free quantile's AboveThreshold scan (the default of
+  ``UnboundedQuantile``): at n = 342, ε = 1, three columns, each of the two
+  scans got about 0.03ε over some 800 grid steps and stopped far below the
+  data (the range, and every value clamped to it, were garbage).  A hundred
+  or so cells take the exponential mechanism a fraction of that ε to find
+  the median's cell, and the median's score (Δ = ½, margin n/2) is the
+  sharpest one at small n.  The price of the capped grid: rows beyond
+  ±scale·(β^steps − 1) ≈ ±1.8·10¹⁶ count as beyond it (a column there needs
+  bounds).  The shares, c and the grid were chosen on synthetic columns by a
+  rule fixed before the sweep (``benchmarks/describe_accuracy.py``,
+  ``docs/results/describe_accuracy.md``).  The five values are sorted
   (post-processing).
 
 Error bars (``ci`` = the level; :mod:`instancedp.intervals`), each stating what
@@ -42,12 +73,12 @@ it covers, all inside the same charge:
 * count — the noisy count ± its Laplace quantile (exact coverage, no extra ε),
   clipped at 0; covers the column's number of non-missing rows;
 * mean — the sum ÷ count interval (post-processing of the two noisy values, no
-  extra ε); covers the mean of the rows clamped to the bounds (to R without
+  extra ε); covers the mean of the rows clamped to the bounds (to B without
   bounds: the winsorised mean);
 * the five quantiles — ONE noisy hierarchical histogram at the intervals'
   share gives all five (:func:`~instancedp.intervals.quantiles_intervals`);
   with bounds they cover the quantiles of the clamped rows; without bounds the
-  tree is drawn on R and an end that reaches R is opened to ±∞
+  tree is drawn on B and an end that reaches B is opened to ±∞
   (:func:`~instancedp.intervals.open_ends`), so they cover the rows' own
   quantiles.
 
@@ -66,11 +97,11 @@ Where the rows are read (the kind of input, a public fact; never n):
   ranges (cells whose minimum equals their maximum need no read; cells
   holding more than :data:`FETCH_ROWS` rows are split in one more pass, or
   the window goes to the engine's ``order_window``).  Without bounds, the
-  bound-free p5/p95 step reads one ``log_bins`` aggregate per column (the rows'
-  cells on the scan's geometric grid: the scans' exact counts, and a rank index
-  whose two second-stage windows are fetched in one ``range_values`` pass;
-  :func:`~instancedp.sources.unbounded_readers`): no column is read into
-  memory;
+  range step reads one ``log_bins`` aggregate per column (the rows' cells on
+  its geometric grid: exact counts at every grid point, and a rank index whose
+  median window is fetched in one ``range_values`` pass;
+  :func:`~instancedp.sources.unbounded_readers`) and one exact histogram at the
+  spread step's points m ± t_i: no column is read into memory;
 * **an in-memory frame** — one column at a time as a sorted array; the same
   code (:func:`column_release`) reads it by slicing.
 
@@ -131,9 +162,9 @@ TREE: tuple[int, int] = (32, 2)
 COVERS: dict[str, str] = {
     "count": "the column's number of non-missing rows",
     "mean": "the mean of the non-missing rows clamped to the bounds (without bounds: "
-            "to the released range R, a winsorised mean)",
+            "to the released range B, or R, a winsorised mean)",
     "quantiles": "each level's empirical quantile x_(⌈q·n⌉) of the non-missing rows "
-                 "(clamped to the bounds where given; without bounds an end reaching R "
+                 "(clamped to the bounds where given; without bounds an end reaching B "
                  "is infinite)",
 }
 #: the bound-free range step (no bounds for a column): its shares of the quantile
@@ -389,6 +420,7 @@ def describe(
                        "quantiles": f"{CDF} (one tree of {TREE[0]}^{TREE[1]} cells for "
                                     "the five levels)"},
             "epsilon_per_column": eps_col * SPLIT_CI["intervals"],
+            "epsilon_per_column_bound_free": eps_col * SPLIT_FREE_CI["intervals"],
             "coverage": "each interval separately, at the level",
         }
     session.ledger.price(session.dataset_id, guarantee, None)  # CompositionError early
@@ -826,7 +858,7 @@ def _column_intervals(
 ) -> dict[str, list[float]]:
     """[lower, upper] per statistic (module docstring): count and mean by
     post-processing the noisy sum and count, the five quantiles from one noisy
-    tree at the intervals' share (on the bounds, or on R with open ends)."""
+    tree at the intervals' share (on the bounds, or on B (R) with open ends)."""
     from .intervals import (
         chart_scale_for,
         noise_interval,
@@ -896,7 +928,15 @@ def print_table(result: DescribeResult, title: str | None = None) -> None:
     console.print(table)
     split = p["split"]
     say = print  # plain lines: the mechanism descriptions contain brackets
-    within = ", ".join(f"{_share(v)} {k}" for k, v in split["within_column"].items())
+    kinds = []
+    if any(p["bounds"][c] for c in p["columns"]):
+        kinds.append(("with bounds" if "within_column_bound_free" in split else "",
+                      split["within_column"]))
+    if "within_column_bound_free" in split:
+        kinds.append(("without bounds", split["within_column_bound_free"]))
+    within = "; ".join(
+        (f"{label}: " if label and len(kinds) > 1 else "")
+        + ", ".join(f"{_share(v)} {k}" for k, v in shares.items()) for label, shares in kinds)
     say(
         f"split      ε = {_fmt(p['epsilon'])}: {_fmt(split['per_column'])} per column "
         f"({len(p['columns'])} columns), within a column {within}; one ledger charge"
