@@ -33,10 +33,11 @@ scikit-learn's diabetes, wine and breast-cancer columns where a scikit-learn is
 in ``.bench-envs`` (``benchmarks/accuracy.py``'s ``real_columns``), each whole
 (the trials differ only in the release's randomness).
 
-``--quick``: n ∈ {100, 342, 1,000}, ε = 1, k ∈ {1, 3, 8}, 30 trials, the real
-columns at ε = 1, k = 3 (≤ 2 min); the full run: every cell, 60 trials
-(≤ 20 min).  Run: .venv/bin/python benchmarks/describe_accuracy.py [--quick]
-[--sweep] [--out DIR]
+``--quick``: n ∈ {100, 342, 1,000}, ε = 1, k ∈ {1, 3, 8}, 20 trials, the real
+columns at ε = 1, k = 3 (about 2 min with ``--jobs 2``); the full run: every
+cell, 40 trials (``--jobs 2``: one process per column kind).  Run:
+.venv/bin/python benchmarks/describe_accuracy.py [--quick] [--jobs 2]
+[--sweep | --sweep-only [VARIANT ...]] [--out DIR]
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ SIZES = (100, 342, 1000, 10_000)
 EPSILONS = (0.5, 1.0, 2.0)
 COLUMNS = (1, 3, 8)
 HEADLINE = {"n": 342, "epsilon": 1.0, "k": 3}
+#: trials per cell in the full run
+TRIALS = 40
 
 
 def synthetic(kind: str, n: int, g: np.random.Generator) -> np.ndarray:
@@ -143,7 +146,18 @@ def cell_seed(*parts: Any) -> list[int]:
 
 
 def run_cells(kinds, sizes, epsilons, columns, trials, log,
-              bounded: tuple[bool, ...] = (False, True)) -> list[dict[str, Any]]:
+              bounded: tuple[bool, ...] = (False, True), jobs: int = 1) -> list[dict[str, Any]]:
+    if jobs > 1 and len(kinds) > 1:  # one process per column kind (same seeds, same cells)
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs) as pool:
+            parts = pool.map(_run_kind, [((k,), sizes, epsilons, columns, trials, bounded)
+                                         for k in kinds])
+            out = []
+            for kind, part in zip(kinds, parts, strict=True):
+                out += part
+                log(f"{kind} done")
+            return out
     cells = []
     for kind in kinds:
         for n in sizes:
@@ -162,6 +176,11 @@ def run_cells(kinds, sizes, epsilons, columns, trials, log,
                                       "seconds": time.perf_counter() - t0})
             log(f"{kind} n={n} done")
     return cells
+
+
+def _run_kind(args: tuple) -> list[dict[str, Any]]:
+    kinds, sizes, epsilons, columns, trials, bounded = args
+    return run_cells(kinds, sizes, epsilons, columns, trials, lambda _m: None, bounded)
 
 
 def real_cells(epsilons, columns, trials, log) -> list[dict[str, Any]]:
@@ -387,6 +406,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--sweep-only", nargs="*", default=None,
                     help="only the sweep (of the named variants; all without names)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--jobs", type=int, default=1, help="processes (one per column kind)")
     ap.add_argument("--before", type=Path, default=OUT / "describe_accuracy_before.json",
                     help="a --headline-only JSON of the previous design, shown beside the "
                          "headline")
@@ -414,11 +434,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                           60, log)
         real = []
     elif args.quick:
-        cells = run_cells(KINDS, SIZES[:3], (1.0,), COLUMNS, 30, log)
-        real = real_cells((1.0,), (3,), 30, log)
+        cells = run_cells(KINDS, SIZES[:3], (1.0,), COLUMNS, 20, log, jobs=args.jobs)
+        real = real_cells((1.0,), (3,), 20, log)
     else:
-        cells = run_cells(KINDS, SIZES, EPSILONS, COLUMNS, 60, log)
-        real = real_cells(EPSILONS, COLUMNS, 60, log)
+        cells = run_cells(KINDS, SIZES, EPSILONS, COLUMNS, TRIALS, log, jobs=args.jobs)
+        real = real_cells(EPSILONS, COLUMNS, TRIALS, log)
     flags = "".join(f" --{f}" for f in ("quick", "headline-only", "sweep")
                     if getattr(args, f.replace("-", "_")))
     res = {"command": "python benchmarks/describe_accuracy.py" + flags,

@@ -138,8 +138,8 @@ SPLIT_CI: dict[str, float] = {"quantiles": 0.375, "intervals": 0.125, "sum": 0.2
 #: a column without bounds, with error bars: the location (the median, released as
 #: p50), the spread scan, the four outer quantiles on B, the error bars' tree, the
 #: sum and the count (module docstring) …
-SPLIT_FREE_CI: dict[str, float] = {"location": 0.25, "spread": 0.1, "quantiles": 0.25,
-                                   "intervals": 0.1, "sum": 0.15, "count": 0.15}
+SPLIT_FREE_CI: dict[str, float] = {"location": 0.3, "spread": 0.15, "quantiles": 0.25,
+                                   "intervals": 0.1, "sum": 0.1, "count": 0.1}
 
 
 def column_split(bounded: bool, level: float | None) -> dict[str, float]:
@@ -172,7 +172,7 @@ COVERS: dict[str, str] = {
 #: scale·(β^i − 1) of its two scans, and B's reach in spread units
 #: (``benchmarks/describe_accuracy.py`` chose them; module docstring)
 BOUND_FREE: dict[str, Any] = {"beta": 2.0, "scale": 2.0 ** -10, "steps": 64,
-                              "reach": 8.0, "mean_range": "B"}
+                              "reach": 3.0, "mean_range": "B"}
 #: the location step: its grid stage's fraction of its ε and its bracket's reach in
 #: grid steps (:class:`~instancedp.mechanisms.unbounded_quantiles.GridMedian`)
 LOCATION_STAGES: dict[str, Any] = {"grid_fraction": 0.5, "reach": 2}
