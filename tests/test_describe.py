@@ -225,7 +225,7 @@ def test_cli_shows_error_bars_and_split(tmp_path):
     DF.to_parquet(f)
     r = cli("describe", f, "--epsilon", "1", "--owner", "--seed", "1", "--ci", "0.9")
     assert r.returncode == 0, r.stderr
-    for needle in ("90% ci", "⅛ intervals", "mean covers", "one ledger charge"):
+    for needle in ("90% ci", "0.1 intervals", "mean covers", "one ledger charge"):
         assert needle in r.stdout, needle
     r = cli("describe", f, "--epsilon", "1", "--owner", "--seed", "1", "--json")
     rec = json.loads(r.stdout)
