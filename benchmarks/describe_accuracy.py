@@ -117,7 +117,9 @@ def one(x: np.ndarray, eps_col: float, bounded: bool, seed: list[int]) -> dict[s
             rng=simulation(seed)).rows[0]
     clamp = bounds if bounded else row["mean_clamp"]
     target = dict(t)
-    target["mean"] = float(np.clip(x, *clamp).mean())
+    # the clamped mean lies in [lo, hi]: an exact sum, and a float mean kept inside
+    z = np.clip(x, *clamp)
+    target["mean"] = min(max(math.fsum(z) / max(z.size, 1), clamp[0]), clamp[1])
     out: dict[str, Any] = {}
     for s in STATS:
         lo, hi = row["ci"][s]

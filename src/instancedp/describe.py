@@ -872,6 +872,11 @@ def _column_intervals(
     m_lo, m_hi = ratio_interval(s, c, mean_mech._sum.scale, mean_mech._count.scale,
                                 clamp[0], mean_mech.range, level)
     lo, hi = clamp
+    # the clamped mean lies in [lo, hi]; an end computed as lo + range·1 may round a few
+    # ulps inside hi (and the truth can be hi exactly: every row clamped there)
+    tol = 8 * float(np.spacing(max(abs(lo), abs(hi))))
+    m_lo = lo if m_lo <= lo + tol else m_lo
+    m_hi = hi if m_hi >= hi - tol else m_hi
     pairs, _ = quantiles_intervals(
         None, LEVELS, lower=lo, upper=hi, neighbours=plan["relation"],
         epsilon=shares["intervals"], level=level, chart_scale=chart_scale_for(lo, hi),
