@@ -153,7 +153,7 @@ def _sorted_records(data, neighbours, **where) -> dict:
                 r = s.release_statistic(stat, "v", epsilon=1.0, bounds=(0.0, 100.0),
                                         rng=simulation(7), **opts)
                 out[stat] = _json(r)
-            except DataError as exc:  # substitution: the empty table is refused everywhere
+            except DataError as exc:  # owner mode: the empty table is refused everywhere
                 out[stat] = f"DataError {float(s.spent.epsilon)}"
                 assert "empty" in str(exc)
     return out
@@ -171,17 +171,16 @@ def test_sorted_statistics_match_the_in_memory_recipe(tmp_path, name, neighbours
 
     rows = ADVERSARIAL[name]
     frame = pd.DataFrame({"v": np.array(rows, dtype=np.float64)})
-    if rows or neighbours == "add_remove":
+    if rows:
         want = {}
         for stat, opts in SORTED_REQUESTS:
             n = len(rows) if neighbours == "substitution" and stat == "trimmed-mean" else None
             mech = build_mechanism(stat, 1.0, bounds=(0.0, 100.0), neighbours=neighbours,
                                    n=n, **opts)
             want[stat] = _json(mech.release(np.array(rows), rng=simulation(7)))
-    else:  # n is public under substitution: the empty table is refused, nothing charged
+    else:  # the owner's read policy refuses an empty selection on every engine, uncharged
         want = {stat: "DataError 0.0" for stat, _ in SORTED_REQUESTS}
-    if rows:  # (the owner's in-memory Session refuses an empty selection)
-        assert _sorted_records(frame, neighbours) == want
+    assert _sorted_records(frame, neighbours) == want
     _sqlite(tmp_path / "t.db", rows)
     assert _sorted_records(str(tmp_path / "t.db"), neighbours, table="t") == want
     if name in ("ties at the trim ranks", "wide"):  # DuckDB over the frame

@@ -204,11 +204,14 @@ def test_two_triangle_mechanism_release():
     edges = [(0, 1), (1, 2), (0, 2), (2, 3)]
     law = mech.output_distribution(edges)
     lam = tt.layered_rates(5, 1.0, 1e-6)[4]
-    # One triangle, no 2-triangle: f = 0, 4 edges ⇒ level 4, density λ_4/2 at 0.
-    assert law.pdf(np.array([0.0]))[0] == pytest.approx(lam / 2)
+    # One triangle, no 2-triangle: f = 0, 4 edges ⇒ level 4, density λ_4/2 at 0; the
+    # release is projected onto the count's range [0, ∞): the lower half is an atom at 0.
+    assert law.atoms[0.0] == pytest.approx(0.5)
+    assert law.pdf(np.array([1.0]))[0] == pytest.approx(lam / 2 * math.exp(-lam))
     rel = mech.release(edges, rng=simulation(0))
     assert set(rel.parameters) == {
-        "epsilon", "delta", "n_levels", "rates", "query", "query_parameters", "neighbours"
+        "epsilon", "delta", "n_levels", "rates", "query", "query_parameters", "neighbours",
+        "post_processing",
     }
     assert rel.parameters["neighbours"] == "edge"  # public: from the query, not the edges
     with pytest.raises(ValueError, match="n_vertices"):

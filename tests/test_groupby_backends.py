@@ -165,9 +165,7 @@ def test_every_sql_engine_gives_the_numpy_backends_record(tmp_path):
     want = _record(open_source(df))  # the numpy backend (in-memory primitives)
     df.to_parquet(tmp_path / "t.parquet")
     assert _record(tmp_path / "t.parquet") == want
-    con = sqlite3.connect(tmp_path / "t.db")
-    df.to_sql("t", con, index=False)
-    con.close()
+    _to_sqlite(df, tmp_path / "t.db")
     assert _record(str(tmp_path / "t.db"), where={"table": "t"}) == want
     # unknown keys: the selection's noisy counts come from the grouped counts
     sel = _record(open_source(df), keys=None, delta=1e-3)
@@ -194,6 +192,13 @@ def _pairs(df: pd.DataFrame) -> list[tuple]:
     """(k, v) rows of a numeric table, NaN as NULL (what a database or Spark holds)."""
     return [(float(a), None if math.isnan(b) else float(b))
             for a, b in zip(df.k, df.v, strict=True)]
+
+
+def _to_sqlite(df: pd.DataFrame, path) -> None:
+    """The frame as table t of a SQLite file."""
+    con = sqlite3.connect(path)
+    df.to_sql("t", con, index=False)
+    con.close()
 
 
 def _to_postgres(url: str, name: str, df: pd.DataFrame) -> None:
@@ -262,9 +267,7 @@ def test_staged_group_medians_on_files_and_sqlite(tmp_path, further_reads):
     assert _staged(tmp_path / "s.parquet").to_dict() == want
     # only the tied group reads further order statistics
     assert further_reads and {str(k) for k in further_reads} == {"1.0"}
-    con = sqlite3.connect(tmp_path / "s.db")
-    df.to_sql("t", con, index=False)
-    con.close()
+    _to_sqlite(df, tmp_path / "s.db")
     assert _staged(str(tmp_path / "s.db"), where={"table": "t"}).to_dict() == want
 
 
@@ -323,9 +326,7 @@ def test_group_min_max_equal_single_releases_on_every_engine(tmp_path, postgres_
     assert set(r.parameters["mechanisms"].values()) == {"smooth_sensitivity"}
     df.to_parquet(tmp_path / "m.parquet")
     assert _sorted(tmp_path / "m.parquet") == want
-    con = sqlite3.connect(tmp_path / "m.db")
-    df.to_sql("t", con, index=False)
-    con.close()
+    _to_sqlite(df, tmp_path / "m.db")
     assert _sorted(str(tmp_path / "m.db"), where={"table": "t"}) == want
     _to_postgres(postgres_url, "groups_m", df)
     assert _sorted(postgres_url, where={"table": "groups_m"}) == want

@@ -61,7 +61,7 @@ def test_score_sensitivity_is_tight_against_brute_force(relation, q):
 
 
 @pytest.mark.parametrize("relation", ["add_remove", "substitution"])
-@pytest.mark.parametrize("base", ["uniform", "log"])
+@pytest.mark.parametrize("base", ["uniform", "log", "log-log"])
 @pytest.mark.parametrize("q", [0.5, 0.9])
 def test_continuous_bases_are_exactly_eps_dp(relation, base, q):
     eps = 0.7
@@ -105,7 +105,7 @@ def test_log_base_density_against_definition():
     assert float(law.cdf(1000.0)) == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("base", ["uniform", "log"])
+@pytest.mark.parametrize("base", ["uniform", "log", "log-log"])
 def test_release_path_matches_exact_law(base):
     x = [1.0, 2.0, 2.0, 7.0, 9.0]
     mech = ExponentialQuantile(quantile(0.5, 0.0, 100.0, "add_remove"), 1.0, base=base)
@@ -236,11 +236,14 @@ def test_all_equal_rows_and_ties_on_grid():
 
 
 def test_default_rule_reads_public_information_only():
+    from instancedp.mechanisms.loglog import LogLogQuantile
     from instancedp.mechanisms.quantile import default_quantile_mechanism
     from instancedp.mechanisms.unbounded import UnboundedQuantile
 
     m = default_quantile_mechanism(0.5, 1.0, bounds=None)
-    assert isinstance(m, UnboundedQuantile) and m.neighbours == "add_remove"
+    assert isinstance(m, LogLogQuantile) and m.neighbours == "add_remove"
+    m = default_quantile_mechanism(0.9, 1.0, bounds=None, neighbours="substitution")
+    assert isinstance(m, UnboundedQuantile) and m.neighbours == "substitution"
     m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), resolution=1)
     assert m.base == "grid" and m.parameters()["neighbours"] == "add_remove"
     m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), neighbours="substitution")

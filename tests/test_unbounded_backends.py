@@ -45,7 +45,8 @@ def _records(sources, q: float, seed: int) -> list[str]:
 def test_duckdb_sqlite_and_numpy_give_the_in_memory_record(tmp_path, name, q):
     stat, opts = ("median", {}) if q == 0.5 else ("quantile", {"quantile": q})
     mech = out_of_core_mechanism(stat, 0.5, **opts)
-    assert mech.name == "unbounded_quantile"
+    # the default rule: the median in one step on the whole line, other levels by the scan
+    assert mech.name == ("loglog_quantile" if q == 0.5 else "unbounded_quantile")
     want = _json(mech.release(_clean(name), simulation(9)))
     with open_source(parquet_file(tmp_path, name)) as duck, \
             open_source(sqlite_file(tmp_path, name), table="t") as lite:
@@ -76,8 +77,9 @@ def test_session_on_parquet_releases_without_bounds(tmp_path):
                                                   **opts))
                         for stat, opts in (("median", {}), ("quantile", {"quantile": 0.9}))])
     assert got[0] == got[1]
-    rec = json.loads(got[0][0])
-    assert rec["mechanism"] == "unbounded_quantile" and rec["parameters"]["bounds"] is None
+    for rec, name in zip((json.loads(r) for r in got[0]), ("loglog_quantile",
+                                                             "unbounded_quantile"), strict=True):
+        assert rec["mechanism"] == name and rec["parameters"]["bounds"] is None
 
 
 def test_postgresql_gives_the_in_memory_record(postgres_url):
@@ -98,8 +100,9 @@ def test_postgresql_gives_the_in_memory_record(postgres_url):
 
 def test_spark_gives_the_in_memory_record(spark):
     df = spark.createDataFrame([(v,) for v in rows("random")], "v double")
-    assert _records([(open_source(df), "v")], 0.5, 6) == _records(
-        [(open_source(_clean("random")), None)], 0.5, 6)
+    for q in (0.5, 0.9):
+        assert _records([(open_source(df), "v")], q, 6) == _records(
+            [(open_source(_clean("random")), None)], q, 6)
 
 
 def test_out_of_core_refuses_bounds_for_the_bound_free_mechanism():
@@ -108,5 +111,8 @@ def test_out_of_core_refuses_bounds_for_the_bound_free_mechanism():
     with pytest.raises(ParameterError) as e:
         out_of_core_mechanism("median", 1.0, mechanism="unbounded_quantile", bounds=(0, 1))
     assert e.value.parameter == "bounds"
-    assert out_of_core_mechanism("median", 1.0, mechanism="unbounded_quantile").name == (
-        "unbounded_quantile")
+    for name in ("unbounded_quantile", "loglog_quantile"):  # by name: that mechanism
+        assert out_of_core_mechanism("median", 1.0, mechanism=name).name == name
+        with pytest.raises(ParameterError) as e:
+            out_of_core_mechanism("median", 1.0, mechanism=name, bounds=(0, 1))
+        assert e.value.parameter == "bounds"

@@ -161,6 +161,8 @@ MECHANISM_IN_WORDS: dict[str, str] = {
     "unbounded_quantiles": "m bound-free quantiles at ε/m each (Durfee 2023)",
     "unbounded_quantile": "bound-free quantile: an above-threshold scan places a bracket, "
     "the exponential mechanism draws inside it (Durfee 2023)",
+    "loglog_quantile": "bound-free quantile in one step: the exponential mechanism on the "
+    "whole line with a log-log base measure",
     "candidate_quantile": "quantile on a public candidate grid, permute-and-flip "
     "(McKenna and Sheldon 2020)",
     "tie_adaptive_quantile": "tie-adaptive quantile: a private tie count picks smooth "

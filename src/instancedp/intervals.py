@@ -9,7 +9,11 @@ the output of a further, charged mechanism.  One function per family:
 * **Data-independent noise** (:func:`noise_interval`; the Laplace and
   Gaussian mechanisms): value ± scale·F⁻¹(1 − α/2), F the unit noise's cdf.
   The noise is independent of the data and symmetric, so
-  P(|value − f(x)| > half-width) = α exactly.  No extra charge.
+  P(|value − f(x)| > half-width) = α exactly.  No extra charge.  The release
+  is projected onto the query's public range R, which holds f(x)
+  (:func:`~instancedp.mechanisms.base.public_range`); the projection never
+  moves it away from f(x), so the interval around the projected value covers
+  at least as often, and it is then intersected with R (post-processing).
 * **Noisy sum ÷ noisy count** (:func:`ratio_interval`): each noise is inside
   ±b·ln(2/α) with probability 1 − α/2 (Laplace tails, union bound); on that
   event the clamped mean S/n lies between (S̃ − a_S)/(C̃ + a_C) and
@@ -22,9 +26,10 @@ the output of a further, charged mechanism.  One function per family:
   1 − α/2, S_γ(x) ≤ Ŝ = exp(ln S̃ + (γ/ε_I)·ln(1/α)) (one Laplace tail:
   P(Lap(b) < −t) = ½e^{−t/b}); independently |Z| ≤ z = F_Z⁻¹(1 − α/4) with
   probability 1 − α/2.  The release is q(x) + S_γ(x)·Z, so
-  |release − q(x)| ≤ Ŝ·z with probability ≥ 1 − α (union bound).  For a
-  mean or trimmed mean the interval is then intersected with the public
-  bounds, which hold the value (post-processing; coverage unchanged).
+  |release − q(x)| ≤ Ŝ·z with probability ≥ 1 − α (union bound), and so
+  for the release projected onto the public range R.  The interval is then
+  intersected with R, which holds the value (post-processing; coverage
+  unchanged).
 * **Quantiles and the median, every mechanism** (:func:`quantile_interval`):
   two AboveThreshold scans (Dwork & Roth 2014, Alg. 1 and Thm. 3.23; each
   ε_I/2-DP) over public candidates walking away from the released value
@@ -705,10 +710,6 @@ def covers_quantile(q: float, *, clamped: bool = True) -> str:
 # --------------------------------------------------------------------------- dispatch
 
 
-#: queries whose value always lies within their public bounds (an interval may be clipped)
-_VALUE_IN_BOUNDS = ("mean", "trimmed_mean", "median", "quantile", "min", "max")
-
-
 def interval_method(mechanism: Any) -> str | None:
     """The interval family of ``mechanism`` (None: it offers none)."""
     from .mechanisms.global_noise import GaussianMechanism, LaplaceMechanism
@@ -730,6 +731,8 @@ def interval_method(mechanism: Any) -> str | None:
 
 def _quantile_spec(mechanism: Any) -> dict[str, Any] | None:
     """q, bounds and relation of a single quantile release with public bounds."""
+    if getattr(mechanism, "bounds_free", False):  # its support is every double: no bounds
+        return None
     query = getattr(mechanism, "query", None)
     q = getattr(query, "q", getattr(mechanism, "q", None))
     lo = getattr(query, "lower", getattr(mechanism, "lower", None))
@@ -886,7 +889,8 @@ class WithInterval:
 
             family = "laplace" if inner.name == "laplace" else "gaussian"
             scale = inner.scale if family == "laplace" else inner.sigma
-            lo, hi = noise_interval(values.astype(float), scale, _unit(family), level)
+            lo, hi = _within(inner, *noise_interval(values.astype(float), scale,
+                                                   _unit(family), level))
             return (_one(values.astype(float), size), _one(lo, size), _one(hi, size),
                     {"noise": family, "scale": scale})
         if method == QUANTILE:
@@ -915,11 +919,7 @@ class WithInterval:
         b = log_scale_noise(gamma, self.interval_epsilon)
         noisy = np.atleast_1d(add_noise(math.log(ss), b, _unit("laplace"), source,
                                         None if size is None else size))
-        lo, hi = smooth_interval(values, noisy, b, cal.noise, level)
-        query = inner.query
-        if getattr(query, "name", "") in _VALUE_IN_BOUNDS:  # public post-processing
-            lo = np.clip(lo, query.lower, query.upper)
-            hi = np.clip(hi, query.lower, query.upper)
+        lo, hi = _within(inner, *smooth_interval(values, noisy, b, cal.noise, level))
         extra = {"log_scale_noise": b, "record": inner.parameters(gamma=gamma)}
         if size is None:
             extra["noisy_log_scale"] = float(noisy[0])
@@ -969,6 +969,17 @@ class WithInterval:
         values, lo, hi, _ = self._draws(data, resolve(rng), int(size))
         return np.array([[np.nan if v is None else float(v) for v in col]
                          for col in (values, lo, hi)]).T
+
+
+def _within(mechanism: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
+    """[lo, hi] intersected with the public range the release is projected onto
+    (:meth:`~instancedp.mechanisms.base.Mechanism.output_range`; post-processing)."""
+    from .mechanisms.base import public_range
+
+    bounds = public_range(getattr(mechanism, "query", None))
+    if bounds is None:
+        return lo, hi
+    return np.clip(lo, *bounds), np.clip(hi, *bounds)
 
 
 def _one(a: Any, size: int | None) -> Any:

@@ -7,7 +7,8 @@ float64 array.  Graph sources — an edge-list file, an m×2 integer array, a
 scipy.sparse matrix or a networkx graph — become what the graph queries take
 (the queries normalise them; an edge-list file is parsed here).
 
-Missing values (NULL, NaN, ±inf) are an error that counts them; the caller's
+Missing values (NULL, NaN, ±inf) are an error that counts them (the same
+message on every engine: :func:`missing_error`, :func:`empty_error`); the caller's
 explicit ``drop_missing=True`` removes them instead.  Every problem raises
 :class:`DataError` (a ``ValueError``) with a one-line message that names the
 problem and the fix, so the CLI can print it as is.  These checks look only at
@@ -219,10 +220,29 @@ def _read_file(path: str | Path, column: str | None) -> Any:
         names = list(_run_sql(con, f"SELECT * FROM {rel} LIMIT 0", what=str(p)).column_names)
         col = _pick_column(names, column, f"file {p.name}")
         table = _run_sql(con, f"SELECT {_quote_ident(col)} FROM {rel}", what=str(p))
-        return _csv_text_as_numbers(table.column(0)) if rel.startswith("read_csv") else \
-            table.column(0), col
+        arr = table.column(0)
+        if rel.startswith("read_csv") and _is_temporal(arr):
+            # the sniffer reads a column whose only values are "inf"/"-inf" as dates
+            # (DuckDB's infinite date): read it as text, and as numbers if it is all numbers
+            text = rel[:-1] + ", all_varchar=true)"
+            as_text = _run_sql(con, f"SELECT {_quote_ident(col)} FROM {text}", what=str(p))
+            numbers = _csv_text_as_numbers(as_text.column(0))
+            arr = arr if _is_text(numbers) else numbers
+        return (_csv_text_as_numbers(arr) if rel.startswith("read_csv") else arr), col
 
     return _latin1_fallback(read)
+
+
+def _is_temporal(arr: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_temporal(arr.type)
+
+
+def _is_text(arr: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
 
 
 def _csv_text_as_numbers(arr: Any) -> Any:
@@ -366,10 +386,6 @@ def _arrow_to_float(arr: Any, name: str, drop_missing: bool) -> np.ndarray:
             "in the sql query"
         )
     n_null = arr.null_count
-    if n_null and not drop_missing:
-        raise DataError(
-            f"column {name!r} has {n_null} missing (NULL) value(s) out of {len(arr)}: {_DROP_HINT}"
-        )
     if n_null:
         arr = pc.drop_null(arr)
     if pa.types.is_boolean(t) or pa.types.is_decimal(t):
@@ -378,26 +394,37 @@ def _arrow_to_float(arr: Any, name: str, drop_missing: bool) -> np.ndarray:
     return _finish(values, name, drop_missing, extra_dropped=n_null)
 
 
+def missing_error(name: Any, bad: int, total: int) -> DataError:
+    """The owner mode's refusal of NULL, NaN and ±inf rows (every engine says this)."""
+    return DataError(
+        f"column {name!r} has {bad} missing (NULL) or non-finite value(s) (NaN/inf) out of "
+        f"{total}: {_DROP_HINT}"
+    )
+
+
+def empty_error(name: Any, dropped: int = 0) -> DataError:
+    """The owner mode's refusal of an empty selection (every engine says this)."""
+    extra = f" after dropping {dropped} missing or non-finite value(s)" if dropped else ""
+    return DataError(
+        f"the selection is empty{extra}: no rows in column {name!r}; check the file, "
+        "the column or the WHERE clause"
+    )
+
+
 def _finish(
     values: np.ndarray, name: str, drop_missing: bool, extra_dropped: int = 0
 ) -> np.ndarray:
+    """The owner's read policy on the rows left after ``extra_dropped`` NULLs: NULL,
+    NaN and ±inf refused (:func:`missing_error`) or, with ``drop_missing``, dropped;
+    an empty result refused (:func:`empty_error`)."""
     values = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
     bad = ~np.isfinite(values)
     n_bad = int(np.count_nonzero(bad))
-    if n_bad:
-        if not drop_missing:
-            raise DataError(
-                f"column {name!r} has {n_bad} missing or non-finite value(s) (NaN/inf) out of "
-                f"{values.size}: {_DROP_HINT}"
-            )
-        values = values[~bad]
+    if (n_bad or extra_dropped) and not drop_missing:
+        raise missing_error(name, n_bad + extra_dropped, values.size + extra_dropped)
+    values = values[~bad]
     if values.size == 0:
-        dropped = n_bad + extra_dropped
-        extra = f" after dropping {dropped} missing value(s)" if dropped else ""
-        raise DataError(
-            f"the selection is empty{extra}: no rows in column {name!r}; check the file, "
-            "the column or the WHERE clause"
-        )
+        raise empty_error(name, n_bad + extra_dropped)
     return values
 
 
@@ -526,11 +553,6 @@ def _from_pandas(obj: Any, column: str | None, drop_missing: bool) -> np.ndarray
 
         return _arrow_to_float(pa.array(series.array), name, drop_missing)
     n_null = int(series.isna().sum())
-    if n_null and not drop_missing:
-        raise DataError(
-            f"column {name!r} has {n_null} missing (NA/NaN) value(s) out of {len(series)}: "
-            f"{_DROP_HINT}"
-        )
     values = series.dropna().to_numpy(dtype=np.float64, na_value=np.nan)
     return _finish(values, name, drop_missing, extra_dropped=n_null)
 

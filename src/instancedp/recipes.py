@@ -459,9 +459,9 @@ def build_mechanism(
 
     bound_free = mechanism in (None, "exponential") and bounds is None
     if statistic in ("median", "quantile") and bound_free:
-        # No public bounds: the bound-free quantile (Durfee 2023), charged and stated;
-        # no implicit bound is taken from the data or from the float range.
-        from .mechanisms.unbounded import UnboundedQuantile
+        # No public bounds: a bound-free quantile (bound_free_quantile's rule), charged
+        # and stated; no implicit bound is taken from the data or from the float range.
+        from .mechanisms.unbounded import bound_free_quantile
 
         if statistic == "quantile" and quantile is None:
             raise ParameterError(
@@ -469,7 +469,7 @@ def build_mechanism(
                 parameter="quantile", allowed="(0, 1)",
             )  # fmt: skip
         q = 0.5 if statistic == "median" else _validate.in_open_interval(quantile, "quantile", 0, 1)
-        return UnboundedQuantile(q, eps, neighbours=rel)
+        return bound_free_quantile(q, eps, neighbours=rel)
     query = build_query(
         statistic,
         bounds=bounds,

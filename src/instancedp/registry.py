@@ -242,6 +242,12 @@ def _unbounded_build(query: Any, epsilon: float, delta: float | None) -> Any:
     return UnboundedQuantile(float(getattr(query, "q", 0.5)), epsilon, neighbours=query.neighbours)
 
 
+def _loglog_build(query: Any, epsilon: float, delta: float | None) -> Any:
+    from .mechanisms.loglog import LogLogQuantile
+
+    return LogLogQuantile(float(getattr(query, "q", 0.5)), epsilon, neighbours=query.neighbours)
+
+
 def _sum_over_count_build(query: Any, epsilon: float, delta: float | None) -> Any:
     from .mechanisms.sum_count import NoisySumOverCount
 
@@ -277,6 +283,7 @@ def _load_builtins() -> None:
     from .mechanisms.independent_quantiles import IndependentQuantiles
     from .mechanisms.inverse import InverseSensitivity
     from .mechanisms.joint_quantiles import JointQuantiles
+    from .mechanisms.loglog import LogLogQuantile
     from .mechanisms.recursive_quantiles import RecursiveQuantiles
     from .mechanisms.sum_count import NoisySumOverCount
     from .mechanisms.tie_adaptive import TieAdaptiveQuantile
@@ -328,6 +335,15 @@ def _load_builtins() -> None:
             "McSherry & Talwar 2007)",
             ("median", "quantile"),
             build=_unbounded_build,
+        ),
+        Entry(
+            LogLogQuantile.name,
+            LogLogQuantile,
+            "quantile without bounds in one step: the exponential mechanism on the whole "
+            "line with a proper log-log base measure (pure ε-DP; McSherry & Talwar 2007); "
+            "the default bound-free median",
+            ("median", "quantile"),
+            build=_loglog_build,
         ),
         Entry(
             NoisySumOverCount.name,

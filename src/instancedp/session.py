@@ -197,8 +197,9 @@ class Session:
         derive it from the data's contents: a neighbouring dataset must share
         its budget.
     drop_missing:
-        Drop NULL/NaN values instead of refusing them (owner mode; analyst
-        mode always drops them).
+        Drop NULL, NaN and ±inf values instead of refusing them (owner mode,
+        the same on every engine: docs/threat-model.md, "Owner mode's read
+        policy"; analyst mode always drops NULL/NaN and clamps ±inf).
     analyst:
         The caller may not be the data owner (see docs/threat-model.md).
         Nothing the caller sees then depends on the rows except through
@@ -398,7 +399,7 @@ class Session:
         """Charge ``mechanism.guarantee``, then run ``mechanism.release``.
 
         ``column``/``sql`` pick the input from the session's data;
-        ``drop_missing`` (default: the session's) drops NULL/NaN instead of
+        ``drop_missing`` (default: the session's) drops NULL/NaN/±inf instead of
         refusing them.  ``rng``
         is None (secure randomness) or ``instancedp.random.simulation(seed)``
         (the release is then marked ``secure=False``).  ``convert_delta``:
@@ -515,7 +516,7 @@ class Session:
         ``statistic="quantiles"`` takes ``quantiles=[q1, …, qm]`` and releases
         the sorted vector in one record, charged once
         (:func:`~instancedp.recipes.build_quantiles_mechanism`).
-        ``drop_missing`` (default: the session's) drops NULL/NaN instead of
+        ``drop_missing`` (default: the session's) drops NULL/NaN/±inf instead of
         refusing them.  Everything is validated before the ledger is touched.
         """
         _check_options(options)
@@ -555,11 +556,12 @@ class Session:
 
             if rel == "substitution" and stat in (*SORTED_STATISTICS, *USES_PUBLIC_N):
                 # as in memory: n is public under substitution (owner mode, no selection
-                # here), refused when 0, given to the trimmed mean's sensitivity and the
-                # quantiles' default rule
+                # here), refused when 0 or when a row is missing (the owner's read policy),
+                # given to the trimmed mean's sensitivity and the quantiles' default rule
+                from .sources import owner_missing_policy
+
+                owner_missing_policy(self.source(sql), column, drop_missing=False)
                 n = self.source(sql).count(column)
-                if n == 0:
-                    raise DataError(f"the selection is empty: no rows in column {column!r}")
                 if stat in USES_PUBLIC_N:
                     options = {**options, "n": n}
             mech = out_of_core_mechanism(statistic, epsilon, delta, neighbours=rel, **options)
@@ -732,7 +734,7 @@ class Session:
         convert_delta: float | None, drop_missing: bool | None,
     ) -> Any:
         """Charge, then release from the engine's aggregates (:mod:`instancedp.sources`)."""
-        from .sources import check_no_missing, release_from_source
+        from .sources import owner_missing_policy, release_from_source
 
         if _is_graph_mechanism(mechanism):
             return self._release_graph_from_source(mechanism, sql, rng, convert_delta)
@@ -751,14 +753,16 @@ class Session:
                 + did_you_mean(column, src.columns)
             )
         self._check_declared_numeric(src, column)
-        drop = self.analyst or (self.drop_missing if drop_missing is None else bool(drop_missing))
-        if not drop:  # owner mode: the owner sees their own data's problems
-            check_no_missing(src, column)
-        # the engines drop NULL/NaN, clamp to the bounds and count ±inf rows: the
-        # in-memory path's row-by-row policy (neighbours stay neighbours)
+        if self.analyst:
+            # the public input policy: the engines drop NULL/NaN, clamp to the bounds and
+            # count ±inf rows, as apply_policy does in memory (neighbours stay neighbours)
+            missing = "drop"
+        else:  # owner mode: the in-memory reader's policy, on every engine, before the charge
+            drop = self.drop_missing if drop_missing is None else bool(drop_missing)
+            missing = owner_missing_policy(src, column, drop)
         return self._charged_run(
             mechanism, convert_delta,
-            lambda policy: release_from_source(mechanism, src, column, rng, missing="drop",
+            lambda policy: release_from_source(mechanism, src, column, rng, missing=missing,
                                                policy=policy),
         )
 

@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate
-from .errors import DataError, ParameterError
+from .errors import ParameterError
 from .mechanisms.base import Mechanism, OutputDistribution, atoms_law
 from .mechanisms.quantile import (
     _LOG_SCALE_FRACTION,
@@ -340,13 +340,14 @@ def out_of_core_mechanism(
             allowed=", ".join(OUT_OF_CORE),
         )
     if stat in ("median", "quantile"):
-        if mechanism not in (None, "exponential", "candidate_quantile", "unbounded_quantile"):
+        if mechanism not in (None, "exponential", "candidate_quantile", "unbounded_quantile",
+                             "loglog_quantile"):
             raise ParameterError(
                 f"mechanism={mechanism!r} is not available out of core for {stat}: "
                 "the exponential mechanism (drawn in stages, or on public candidates) is, "
                 "and without bounds the bound-free quantile",
                 parameter="mechanism",
-                allowed="exponential, candidate_quantile, unbounded_quantile",
+                allowed="exponential, candidate_quantile, unbounded_quantile, loglog_quantile",
             )
         if delta is not None:
             raise ParameterError(
@@ -354,14 +355,22 @@ def out_of_core_mechanism(
                 parameter="delta",
                 allowed="None",
             )
-        if mechanism == "unbounded_quantile" and (bounds is not None or resolution is not None):
+        if (mechanism in ("unbounded_quantile", "loglog_quantile")
+                and (bounds is not None or resolution is not None)):
             raise ParameterError(
-                "mechanism 'unbounded_quantile' takes no bounds or resolution (leave them "
+                f"mechanism {mechanism!r} takes no bounds or resolution (leave them "
                 "unset, or choose the exponential mechanism)", parameter="bounds",
                 allowed="None")
         if bounds is None and resolution is None and mechanism != "candidate_quantile":
-            # the bound-free quantile: its scan reads histograms at the public grid's
-            # candidates, its exponential stage order statistics of the clamped rows
+            # a bound-free quantile: the scan reads the rows' cells on its public grid,
+            # the exponential stages read order statistics (the one-step median too)
+            if mechanism in ("unbounded_quantile", "loglog_quantile"):  # named
+                from .mechanisms.loglog import LogLogQuantile
+                from .mechanisms.unbounded import UnboundedQuantile
+
+                cls = UnboundedQuantile if mechanism == "unbounded_quantile" else LogLogQuantile
+                return cls(0.5 if stat == "median" else quantile, epsilon,
+                           neighbours=neighbours)
             return build_mechanism(stat, epsilon, bounds=None, quantile=quantile,
                                    neighbours=neighbours)
         if bounds is None or resolution is not None or mechanism == "candidate_quantile":
@@ -524,7 +533,8 @@ def staged_quantile(mechanism: Any) -> bool:
     :class:`CandidateQuantile`)."""
     from .mechanisms.quantile import ExponentialQuantile
 
-    return isinstance(mechanism, ExponentialQuantile) and mechanism.base in ("uniform", "log")
+    return isinstance(mechanism, ExponentialQuantile) and mechanism.base in (
+        "uniform", "log", "log-log")
 
 
 def sorted_query(mechanism: Any) -> bool:
@@ -620,11 +630,25 @@ def unbounded_readers(source: Any, column: str | None, parts: Any,
     return counts, clamped
 
 
-def check_no_missing(source: Any, column: str | None) -> None:
-    """Owner mode without ``drop_missing``: refuse NULL/NaN rows (as the in-memory path does)."""
-    if source.count(column, missing=0.0) != source.count(column, missing="drop"):
-        raise DataError(
-            f"column {column!r} has missing values (NULL or NaN): pass drop_missing=True to "
-            "drop them"
-        )
+def owner_missing_policy(source: Any, column: str | None, drop_missing: bool) -> str:
+    """The owner mode's read policy on an engine, the in-memory reader's
+    (:func:`instancedp.io.read_column`) exactly: NULL, NaN and ±inf rows are
+    refused with their count (:func:`~instancedp.io.missing_error`) or, with
+    ``drop_missing``, dropped; an empty selection is refused
+    (:func:`~instancedp.io.empty_error`).  Returns the engines' ``missing``
+    policy for the release (``"finite"``, or ``"drop"`` when every row is
+    finite: the same rows, the engines' faster path).  Two counts, before the
+    charge (the owner sees their own rows)."""
+    from .io import empty_error, missing_error
+
+    name = column
+    if name is None and len(getattr(source, "columns", ())) == 1:
+        name = source.columns[0]
+    total = source.count(column, missing=0.0)  # every row, NULL and NaN included
+    kept = source.count(column, missing="finite")
+    if kept != total and not drop_missing:
+        raise missing_error(name, total - kept, total)
+    if kept == 0:
+        raise empty_error(name, total - kept)
+    return "drop" if kept == total else "finite"
 

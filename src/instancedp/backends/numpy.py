@@ -8,7 +8,10 @@ parameters only):
 
 - **missing values**: NULL/None and NaN rows are *missing*.  ``missing="drop"``
   removes them; a float ``missing=v`` replaces them by ``v`` (then clamped like
-  any row).  ±inf are values, clamped to the bounds like any other.
+  any row).  ±inf are values, clamped to the bounds like any other, except
+  under ``missing="finite"``, which keeps the finite rows only (NULL, NaN and
+  ±inf dropped: the owner mode's ``drop_missing=True``, as the in-memory
+  reader :func:`instancedp.io.read_column` does).
 - **signed zero**: every clamped value is normalised by ``+ 0.0`` so that −0.0
   and 0.0 are one value in every engine (JSON prints them differently).
 
@@ -56,13 +59,13 @@ _SPLIT = 26  # int64 partial sums of k >> 26 and k & (2^26 − 1) are exact for 
 
 
 def check_missing(missing: Missing) -> Missing:
-    """``"drop"`` or a finite float fill value."""
+    """``"drop"``, ``"finite"`` or a finite float fill value."""
     if isinstance(missing, str):
-        if missing != "drop":
+        if missing not in ("drop", "finite"):
             raise ParameterError(
-                f"missing must be 'drop' or a finite number, got {missing!r}",
+                f"missing must be 'drop', 'finite' or a finite number, got {missing!r}",
                 parameter="missing",
-                allowed="'drop' or a finite number",
+                allowed="'drop', 'finite' or a finite number",
             )
         return missing
     v = float(missing)
@@ -137,6 +140,8 @@ def apply_missing(values: Any, missing: Missing = "drop") -> np.ndarray:
     nan = np.isnan(x)
     if missing == "drop":
         return x[~nan]
+    if missing == "finite":
+        return x[np.isfinite(x)]
     x = x.copy()
     x[nan] = missing
     return x

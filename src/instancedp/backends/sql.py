@@ -235,8 +235,10 @@ class SQLEngine:
         raw = f"CAST({self._col(column)} AS {d.double})"
         nan = f" OR {d.isnan.format(x='v')}" if d.isnan else ""
         base = f"(SELECT {raw} AS v FROM {self.relation}) AS r"
-        if missing == "drop":
+        if missing in ("drop", "finite"):
             cond = "v IS NOT NULL" + (f" AND NOT {d.isnan.format(x='v')}" if d.isnan else "")
+            if missing == "finite":
+                cond += f" AND v > {d.lit(-math.inf, params)} AND v < {d.lit(math.inf, params)}"
             return f"(SELECT v FROM {base} WHERE {cond}) AS m"
         fill = d.lit(missing, params)
         return f"(SELECT CASE WHEN v IS NULL{nan} THEN {fill} ELSE v END AS v FROM {base}) AS m"
@@ -318,25 +320,31 @@ class SQLEngine:
         parts add up to the clamped sum bit for bit.  Two filtered aggregates
         in one statement: the comparisons run inside the engine's scan, where
         DuckDB skips Parquet row groups by their min/max (data inside the
-        bounds cost no second pass).  NaN is greater than +inf in DuckDB,
-        PostgreSQL and Spark (and NULL in SQLite), so ``x ≤ +inf`` drops it.
+        bounds cost no second pass).  NaN rows are excluded by the dialect's ``isnan``
+        test, not by the comparisons: DuckDB 2.0 compares a Parquet column's NaN as
+        inside [lo, hi] (SQLite stores NaN as NULL).
         """
         d = self.dialect
         missing = ref.check_missing(missing)
         p: list = []
         v = f"CAST({self._col(column)} AS {d.double})"
         lo_, hi_, inf = d.lit(lo, p), d.lit(hi, p), d.lit(math.inf, p)
+        num = f" AND NOT {d.isnan.format(x=v)}" if d.isnan else ""
         # fl(v − 0.0) = v for every non-NaN v (−0.0 and 0.0 both give k = 0)
         y = f"({v} - {lo_})" if shift and lo != 0.0 else v
         terms, read = self._sum_terms(self._units(y, s, p))
         inside = (f"SELECT COUNT(*), {terms} FROM {self.relation} "
-                  f"WHERE {v} >= {lo_} AND {v} <= {hi_}")
+                  f"WHERE {v} >= {lo_} AND {v} <= {hi_}{num}")
         if missing == "drop":
-            where = f"{v} < {lo_} OR ({v} > {hi_} AND {v} <= {inf})"
-        else:  # NULL and NaN rows too (NaN > hi, or NULL in SQLite)
-            where = f"{v} < {lo_} OR {v} > {hi_} OR {v} IS NULL"
-        outside = (f"SELECT COUNT(*) AS o, SUM(CASE WHEN {v} < {lo_} THEN 1 ELSE 0 END) AS b, "
-                   f"SUM(CASE WHEN {v} > {hi_} AND {v} <= {inf} THEN 1 ELSE 0 END) AS a "
+            where = f"({v} < {lo_} OR ({v} > {hi_} AND {v} <= {inf})){num}"
+        elif missing == "finite":  # ±inf dropped as well
+            ninf = d.lit(-math.inf, p)
+            where = f"(({v} < {lo_} AND {v} > {ninf}) OR ({v} > {hi_} AND {v} < {inf})){num}"
+        else:  # NULL and NaN rows too
+            nan = f" OR {d.isnan.format(x=v)}" if d.isnan else ""
+            where = f"{v} < {lo_} OR {v} > {hi_} OR {v} IS NULL{nan}"
+        outside = (f"SELECT COUNT(*) AS o, SUM(CASE WHEN {v} < {lo_}{num} THEN 1 ELSE 0 END) AS b, "
+                   f"SUM(CASE WHEN {v} > {hi_} AND {v} <= {inf}{num} THEN 1 ELSE 0 END) AS a "
                    f"FROM {self.relation} WHERE {where}")
         row = self._one(f"SELECT * FROM ({inside}) AS i CROSS JOIN ({outside}) AS o", p)
         n_in, total = int(row[0]), read(row[1:-3])

@@ -25,6 +25,7 @@ _NAMES = {
     "InverseSensitivity": "inverse",
     "TieAdaptiveQuantile": "tie_adaptive",
     "UnboundedQuantile": "unbounded",
+    "LogLogQuantile": "loglog",
     "ExponentialMechanism": "exponential",
     "LaplaceMechanism": "global_noise",
     "GaussianMechanism": "global_noise",

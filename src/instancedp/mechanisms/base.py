@@ -10,6 +10,21 @@ Mechanisms whose output law on a given input is known also offer
 ``output_distribution(data) -> OutputDistribution`` for the exact privacy
 checks in ``instancedp.audit``; that object is an analysis tool holding
 data-dependent quantities and is never part of a release.
+
+**Releases inside the public range.**  A mechanism that adds noise to a
+query's value (Laplace, Gaussian, smooth sensitivity, PTR, bounded local
+sensitivity, instance-based noise) can release a number the statistic can
+never take: a mean below its lower bound, a negative count.  Such a
+mechanism sets ``projects_to_range`` and every draw is projected onto the
+query's public range (:func:`public_range`: [lower, upper] for means,
+trimmed means and order statistics, [0, ∞) for counts and graph counts,
+[0, 1] for ratios, the sign of a sum's bounds).  The true value lies in that
+closed convex set, so the projection never moves the release farther from
+it (|clip(y) − f| ≤ |y − f|), and it is post-processing: the guarantee is
+unchanged (Dwork & Roth 2014, Prop. 2.1).  The record always states the
+range (``parameters.post_processing``), whatever the draw, and the exact
+law is the clamped one (:meth:`OutputDistribution.clamped`: the tails become
+atoms at the ends).
 """
 
 from __future__ import annotations
@@ -92,6 +107,56 @@ class Release:
         return f"<table><caption>instancedp Release</caption>{body}</table>"
 
 
+def public_range(query: Any) -> tuple[float, float] | None:
+    """The closed interval the query's exact value always lies in, from its public
+    parameters only (None: no useful range, or a query this function does not know).
+
+    [lower, upper] for means, trimmed means and order statistics (their value is
+    a function of the rows clamped to the bounds; the add/remove mean of the
+    empty table is the midpoint); [0, ∞) for counts and graph counts; [0, 1] for
+    the ratio; for a sum on [lower, upper], [0, ∞) when lower ≥ 0 and (−∞, 0]
+    when upper ≤ 0 (any number of rows, the empty sum 0 included)."""
+    from ..queries.counts import Count, Ratio, Sum
+    from ..queries.graphs import _GraphQuery
+    from ..queries.means import TrimmedMean
+    from ..queries.order import _OrderStatistic
+
+    if isinstance(query, Count | _GraphQuery):
+        return (0.0, math.inf)
+    if isinstance(query, Ratio):
+        return (0.0, 1.0)
+    if isinstance(query, Sum):
+        lo = 0.0 if float(query.lower) >= 0 else -math.inf
+        hi = 0.0 if float(query.upper) <= 0 else math.inf
+        return None if (lo, hi) == (-math.inf, math.inf) else (lo, hi)
+    if isinstance(query, TrimmedMean | _OrderStatistic):
+        return (float(query.lower), float(query.upper))
+    return None
+
+
+def clip_to(value: Any, bounds: tuple[float, float] | None) -> Any:
+    """``value`` (a float, None for a refusal, an array or a list of them) projected
+    onto the closed interval ``bounds`` (None: unchanged).  −0.0 stays a float;
+    NaN is left as it is."""
+    if bounds is None or value is None:
+        return value
+    lo, hi = bounds
+    if isinstance(value, np.ndarray):
+        return np.clip(value, lo, hi) if value.dtype != object else np.array(
+            [clip_to(v, bounds) for v in value.tolist()], dtype=object)
+    if isinstance(value, list):
+        return [clip_to(v, bounds) for v in value]
+    v = float(value)
+    return v if math.isnan(v) else min(max(v, lo), hi)
+
+
+def range_record(bounds: tuple[float, float]) -> dict[str, Any]:
+    """The record's statement of the projection (a function of public parameters
+    only: the same whatever the draw); an infinite end is None (strict JSON)."""
+    ends = [v if math.isfinite(v) else None for v in bounds]
+    return {"clamp_to": ends, "why": "the statistic's public range (post-processing)"}
+
+
 def query_name(query: Any) -> str:
     """The public name of a query object (its ``name``, else its class name)."""
     return str(getattr(query, "name", "") or type(query).__name__)
@@ -120,9 +185,27 @@ class Mechanism(ABC):
     """
 
     name: ClassVar[str] = ""
+    #: noise added to the query's value: every draw is projected onto
+    #: :func:`public_range` (module docstring)
+    projects_to_range: ClassVar[bool] = False
     query: Any
     epsilon: float
     delta: float | None = None
+
+    def output_range(self) -> tuple[float, float] | None:
+        """The public interval every release is projected onto (None: none)."""
+        if not self.projects_to_range:
+            return None
+        return public_range(getattr(self, "query", None))
+
+    def _project(self, value: Any) -> Any:
+        """A draw (or ``size`` draws) projected onto :meth:`output_range`."""
+        return clip_to(value, self.output_range())
+
+    def _project_law(self, law: OutputDistribution) -> OutputDistribution:
+        """The law of :meth:`_project` applied to a draw of ``law``."""
+        bounds = self.output_range()
+        return law if bounds is None else law.clamped(*bounds)
 
     @property
     @abstractmethod
@@ -143,6 +226,9 @@ class Mechanism(ABC):
         if self.delta is not None:
             params["delta"] = self.delta
         params.update(self.mechanism_parameters())
+        bounds = self.output_range()
+        if bounds is not None:
+            params["post_processing"] = range_record(bounds)
         qp = getattr(query, "parameters", None)
         if callable(qp):
             query_params = qp()
@@ -263,6 +349,9 @@ class OutputDistribution:
     kinks: tuple[float, ...] = ()
     atoms: Mapping[Hashable, float] = field(default_factory=dict)
     logpdf: Callable[[np.ndarray], np.ndarray] | None = None
+    #: the continuous mass on (y, ∞), where it is known more accurately than
+    #: ``continuous_mass − cdf(y)`` (the far upper tail)
+    sf: Callable[[np.ndarray], np.ndarray] | None = None
 
     @property
     def continuous_mass(self) -> float:
@@ -291,7 +380,65 @@ class OutputDistribution:
             kinks=tuple(c + s * k for k in noise.kinks),
             atoms=atoms,
             logpdf=logpdf,
+            sf=lambda y: mass * noise.sf((np.asarray(y, dtype=float) - c) / s),
         )
+
+    def clamped(self, lower: float, upper: float) -> OutputDistribution:
+        """The law of clip(Y, lower, upper) for Y of this law.
+
+        The continuous mass below ``lower`` (``cdf(lower)``) and above ``upper``
+        (``sf(upper)``) become atoms at the ends; numeric atoms outside move to
+        the nearer end; the refusal atom (None) stays; the density is kept on
+        the open interval (lower, upper) and is 0 outside.  The ends are kinks
+        (the density jumps there)."""
+        lo, hi = float(lower), float(upper)
+        one = lambda t: float(np.asarray(t, dtype=float).reshape(-1)[0])  # noqa: E731
+        below = max(0.0, one(self.cdf(np.array([lo])))) if math.isfinite(lo) else 0.0
+        if not math.isfinite(hi):
+            above, top = 0.0, self.continuous_mass
+        else:
+            top = one(self.cdf(np.array([hi])))
+            above = one(self.sf(np.array([hi]))) if self.sf is not None else (
+                self.continuous_mass - top)
+            above = max(0.0, above)
+        inside = max(0.0, top - below)
+        atoms: dict[Hashable, float] = {}
+        for key, p in self.atoms.items():
+            if isinstance(key, int | float | np.number) and not isinstance(key, bool):
+                key = min(max(float(key), lo), hi)
+            atoms[key] = atoms.get(key, 0.0) + float(p)
+        for end, p in ((lo, below), (hi, above)):
+            if p > 0:
+                atoms[end] = atoms.get(end, 0.0) + p
+        base_pdf, base_cdf, base_logpdf = self.pdf, self.cdf, self.logpdf
+
+        def inner(y: Any) -> np.ndarray:
+            y = np.asarray(y, dtype=float)
+            return (y > lo) & (y < hi)
+
+        def pdf(y: Any) -> np.ndarray:
+            y = np.asarray(y, dtype=float)
+            return np.where(inner(y), base_pdf(np.clip(y, lo, hi)), 0.0)
+
+        def cdf(y: Any) -> np.ndarray:
+            y = np.asarray(y, dtype=float)
+            c = np.asarray(base_cdf(np.clip(y, lo, hi)), dtype=float) - below
+            return np.where(y < lo, 0.0, np.clip(c, 0.0, inside))
+
+        def sf(y: Any) -> np.ndarray:
+            return inside - cdf(y)
+
+        logpdf = None
+        if base_logpdf is not None:
+
+            def logpdf(y: Any) -> np.ndarray:
+                y = np.asarray(y, dtype=float)
+                return np.where(inner(y), base_logpdf(np.clip(y, lo, hi)), -np.inf)
+
+        kinks = tuple(k for k in self.kinks if lo < k < hi)
+        kinks += tuple(v for v in (lo, hi) if math.isfinite(v))
+        return OutputDistribution(pdf=pdf, cdf=cdf, kinks=kinks, atoms=atoms, logpdf=logpdf,
+                                  sf=sf)
 
 
 def atoms_law(outcomes: Sequence[Hashable], probabilities: Any) -> OutputDistribution:

@@ -114,6 +114,7 @@ class BoundedLocalSensitivity(Mechanism):
     """
 
     name = "bounded_local_sensitivity"
+    projects_to_range = True
 
     def __init__(
         self,
@@ -183,6 +184,9 @@ class BoundedLocalSensitivity(Mechanism):
         return prepared, float(self.query.value(data))
 
     def _draw(self, state: tuple[Any, float], source: RandomSource, size: int | None) -> Any:
+        return self._project(self._noisy(state, source, size))
+
+    def _noisy(self, state: tuple[Any, float], source: RandomSource, size: int | None) -> Any:
         (kind, x), value = state
         bm = self.bound_mechanism
         if kind == "prepared":
@@ -208,7 +212,9 @@ class BoundedLocalSensitivity(Mechanism):
         P[g < LS(x)] ≤ δ, so on the event g ≥ LS(x) the Laplace step with scale
         g/ε2 is ε2-DP for every neighbour, and the event fails with
         probability ≤ δ: (ε1 + ε2, δ)-DP overall.  The law is exact up to the
-        quadrature of the bound's law (``points`` nodes)."""
+        quadrature of the bound's law (``points`` nodes).  The release is projected
+        onto the public range (post-processing): the law returned is the clamped
+        one."""
         quad = getattr(self.bound_mechanism, "quadrature", None)
         if not callable(quad):
             raise TypeError(
@@ -237,6 +243,9 @@ class BoundedLocalSensitivity(Mechanism):
             part = np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0)), 1 - 0.5 * np.exp(-np.abs(z)))
             return (part * w).sum(axis=-1)
 
-        return OutputDistribution(
-            pdf=lambda y: np.exp(logpdf(y)), cdf=cdf, kinks=(value,), logpdf=logpdf
-        )
+        def sf(y: Any) -> np.ndarray:  # the mixture is symmetric about the value
+            return cdf(2 * value - np.asarray(y, dtype=np.float64))
+
+        return self._project_law(OutputDistribution(
+            pdf=lambda y: np.exp(logpdf(y)), cdf=cdf, kinks=(value,), logpdf=logpdf, sf=sf
+        ))

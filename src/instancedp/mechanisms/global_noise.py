@@ -190,6 +190,7 @@ class LaplaceMechanism(Mechanism):
     """f(x) + Lap(GS/ε): ε-DP for the query's neighbour relation (Dwork et al. 2006)."""
 
     name = "laplace"
+    projects_to_range = True
 
     def __init__(self, query: Query, epsilon: float, *, delta: float | None = None) -> None:
         if delta is not None:
@@ -214,7 +215,7 @@ class LaplaceMechanism(Mechanism):
         return float(self.query.value(data))
 
     def _draw(self, state: float, source: RandomSource, size: int | None) -> Any:
-        return add_noise(state, self.scale, _unit("laplace"), source, size)
+        return self._project(add_noise(state, self.scale, _unit("laplace"), source, size))
 
     def output_distribution(self, data: Any) -> OutputDistribution:
         """Exact law: Lap(f(x), GS/ε).
@@ -223,8 +224,10 @@ class LaplaceMechanism(Mechanism):
         |f(x) − f(x′)| ≤ GS, so the two Laplace densities differ by at most
         exp(ε·|f(x) − f(x′)|/GS) ≤ e^ε pointwise.  The secure path returns the
         correctly rounded real sum, so the rounding is post-processing of the
-        exact law (Mironov 2012's attack does not apply)."""
-        return OutputDistribution.additive(self._state(data), self.scale, _unit("laplace"))
+        exact law (Mironov 2012's attack does not apply); so is the projection
+        onto the public range (the law returned is the clamped one)."""
+        return self._project_law(
+            OutputDistribution.additive(self._state(data), self.scale, _unit("laplace")))
 
 
 class GaussianMechanism(Mechanism):
@@ -236,6 +239,7 @@ class GaussianMechanism(Mechanism):
     """
 
     name = "gaussian"
+    projects_to_range = True
 
     def __init__(
         self,
@@ -282,7 +286,7 @@ class GaussianMechanism(Mechanism):
         return float(self.query.value(data))
 
     def _draw(self, state: float, source: RandomSource, size: int | None) -> Any:
-        return add_noise(state, self.sigma, _unit("gaussian"), source, size)
+        return self._project(add_noise(state, self.sigma, _unit("gaussian"), source, size))
 
     def output_distribution(self, data: Any) -> OutputDistribution:
         """Exact law: N(f(x), σ²).
@@ -290,5 +294,7 @@ class GaussianMechanism(Mechanism):
         Theorem (Balle & Wang 2018, Thm. 8, for ``analytic``; Dwork & Roth 2014,
         Thm. A.1, for ``classic``; Canard & Olivier, Prop. 11): the privacy
         profile of two Gaussians whose means differ by ≤ Δ₂ is below δ at ε for
-        the σ chosen; the secure path rounds the exact real sum (post-processing)."""
-        return OutputDistribution.additive(self._state(data), self.sigma, _unit("gaussian"))
+        the σ chosen; the secure path rounds the exact real sum and projects it onto
+        the public range (post-processing; the law returned is the clamped one)."""
+        return self._project_law(
+            OutputDistribution.additive(self._state(data), self.sigma, _unit("gaussian")))

@@ -305,6 +305,7 @@ class InstanceBasedNoise(Mechanism):
     """
 
     name = "instance_based_noise"
+    projects_to_range = True
 
     def __init__(
         self,
@@ -416,7 +417,7 @@ class InstanceBasedNoise(Mechanism):
 
     def _draw(self, state: tuple[float, float], source: RandomSource, size: int | None) -> Any:
         value, rate = state
-        return add_noise(value, 1.0 / rate, _unit_laplace(), source, size)
+        return self._project(add_noise(value, 1.0 / rate, _unit_laplace(), source, size))
 
     def output_distribution(self, data: Any) -> OutputDistribution:
         """Exact law f(y) + Lap(1/λ_k) on this input (analysis only, never released).
@@ -424,6 +425,7 @@ class InstanceBasedNoise(Mechanism):
         Theorem (Canard & Olivier, Canard–Olivier Thm. 14): if λ_x ≤ α_x·ε/LS(x) and
         |1 − λ_x′/λ_x| ≤ (1 − α_x)·ε/ln(1/δ) for all neighbours, the release
         is (ε, δ)-DP: the shift costs α_x·ε, the change of scale the rest
-        except on a tail of mass ≤ δ."""
+        except on a tail of mass ≤ δ.  The release is projected onto the public
+        range (post-processing): the law returned is the clamped one."""
         value, rate = self._state(data)
-        return OutputDistribution.additive(value, 1.0 / rate, _unit_laplace())
+        return self._project_law(OutputDistribution.additive(value, 1.0 / rate, _unit_laplace()))

@@ -93,6 +93,7 @@ class ProposeTestRelease(Mechanism):
     """
 
     name = "propose_test_release"
+    projects_to_range = True
 
     def __init__(
         self,
@@ -158,8 +159,9 @@ class ProposeTestRelease(Mechanism):
         scale = self.bound / self._eps_step
         passed = noisy_distance_passes(d, self._eps_step, self.delta, source, size)
         if size is None:
-            return add_noise(value, scale, _unit_laplace(), source) if passed else None
-        noisy = add_noise(value, scale, _unit_laplace(), source, size)
+            return self._project(add_noise(value, scale, _unit_laplace(), source)) if passed \
+                else None
+        noisy = self._project(add_noise(value, scale, _unit_laplace(), source, size))
         return [float(v) if p else None for v, p in zip(noisy, passed.tolist(), strict=True)]
 
     def pass_probability(self, data: Any) -> float:
@@ -173,9 +175,11 @@ class ProposeTestRelease(Mechanism):
         sensitivity 1, so the test d(x) + DLap(1/ε′) ≥ T is ε′-DP; where
         LS(x) ≤ b the Laplace step is ε′-DP for every neighbour x′ with
         |q(x) − q(x′)| ≤ b, and where LS(x) > b (d = 0) the test passes with
-        probability ≤ δ by the choice of T.  Composition: (2ε′, δ) = (ε, δ)."""
+        probability ≤ δ by the choice of T.  Composition: (2ε′, δ) = (ε, δ).  The
+        value is projected onto the public range (post-processing): the law
+        returned is the clamped one."""
         p = self.pass_probability(data)
         value = float(self.query.value(data))
-        return OutputDistribution.additive(
+        return self._project_law(OutputDistribution.additive(
             value, self.bound / self._eps_step, _unit_laplace(), atoms={None: 1.0 - p}
-        )
+        ))

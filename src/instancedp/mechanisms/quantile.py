@@ -39,7 +39,14 @@ resolution):
   point k gets μ({k}) = φ(c_k + r/2) − φ(c_k − r/2), the log measure of its
   cell (c_k = lower + k·r, r = resolution).  Ties release on the grid (exact
   hits) and the empty gap of a loose bound gets mass ∝ log(width), the two
-  advantages of "grid" and "log" together.
+  advantages of "grid" and "log" together;
+* ``"log-log"`` — uniform in ψ(t) = sign(t)·(1 − (1 + log1p(|t|/s))^−α)/α,
+  density ∝ 1/((s + |t|)·(1 + log1p(|t|/s))^(1+α)), α = ``LOGLOG_ALPHA``: a
+  proper (finite) measure on the whole line, so it needs no bounds at all
+  (ψ maps every double into (−1/α, 1/α)); :class:`LogLogQuantile` releases on
+  the whole line with it.  A wide empty side gets mass ∝ a difference of
+  (log |t|)^−α rather than of log |t|, at the price of a heavier tilt inside
+  the data.
 
 Sampling is exact in law: the output's density (or mass) is constant on the
 segments between consecutive distinct rows, so a segment is drawn with
@@ -98,7 +105,9 @@ from ..privacy import PureDP
 from ..random import RandomSource, resolve, sample_index_from_log_weights
 from .base import Mechanism, OutputDistribution, Release
 
-BASES = ("uniform", "log", "grid", "log-grid")
+BASES = ("uniform", "log", "grid", "log-grid", "log-log")
+#: the log-log base's exponent α (public; chosen on synthetic columns: benchmarks/accuracy.py)
+LOGLOG_ALPHA = 0.5
 #: how a finite (grid) law is drawn; the continuous bases are the exponential mechanism
 SAMPLERS = ("permute-and-flip", "exponential")
 _LOG_SCALE_FRACTION = 1e-4
@@ -137,6 +146,24 @@ def log_scale_map(scale: float) -> tuple[Callable[[Any], Any], Callable[[Any], A
         return np.sign(u) * np.expm1(np.abs(u)) * scale
 
     return phi, phi_inv
+
+
+def loglog_map(scale: float, alpha: float = LOGLOG_ALPHA) -> tuple[Callable[[Any], Any],
+                                                                    Callable[[Any], Any]]:
+    """(ψ, ψ⁻¹) with ψ(t) = sign(t)·(1 − (1 + log1p(|t|/s))^−α)/α: the log-log base's
+    chart, onto (−1/α, 1/α); ψ⁻¹ overflows to ±inf at the ends (callers clip)."""
+
+    def psi(t: Any) -> Any:
+        t = np.asarray(t, dtype=np.float64)
+        return np.sign(t) * -np.expm1(-alpha * np.log1p(np.log1p(np.abs(t) / scale))) / alpha
+
+    def psi_inv(p: Any) -> Any:
+        p = np.asarray(p, dtype=np.float64)
+        with np.errstate(over="ignore", divide="ignore"):
+            u = np.expm1(-np.log1p(-alpha * np.abs(p)) / alpha)
+            return np.sign(p) * np.expm1(u) * scale
+
+    return psi, psi_inv
 
 
 def piecewise_constant_law(
@@ -528,9 +555,9 @@ class ExponentialQuantile(Mechanism):
     ``ExponentialQuantile(query, epsilon, *, base="uniform", resolution=None,
     log_scale=None)`` with ``query`` a :class:`~instancedp.queries.order.Quantile`
     or ``Median`` (its bounds and q; its ``neighbours`` relation, substitution
-    when it declares none).  ``base``: ``"uniform"``, ``"log"``, ``"grid"`` or
-    ``"log-grid"`` (the last two need the public ``resolution``; the grid is
-    lower + k·resolution ≤ upper).  ``sampler`` (grid bases only):
+    when it declares none).  ``base``: ``"uniform"``, ``"log"``, ``"grid"``,
+    ``"log-grid"`` (these two need the public ``resolution``; the grid is
+    lower + k·resolution ≤ upper) or ``"log-log"``.  ``sampler`` (grid bases only):
     ``"permute-and-flip"`` (default) or ``"exponential"`` (module docstring).
     The earlier call ``ExponentialQuantile(q, lower, upper, epsilon)`` still
     works (uniform base, substitution).  Guarantee: ``PureDP(epsilon)``.
@@ -584,7 +611,7 @@ class ExponentialQuantile(Mechanism):
             self.resolution = _validate.finite_positive(resolution, "resolution")
             self._grid_count = grid_count(self.lower, self.upper, self.resolution)
         self.log_scale = None
-        if base in ("log", "log-grid"):
+        if base in ("log", "log-grid", "log-log"):
             self.log_scale = (
                 _validate.finite_positive(log_scale, "log_scale")
                 if log_scale is not None
@@ -620,7 +647,22 @@ class ExponentialQuantile(Mechanism):
             p["sampler"] = self.sampler
         if self.log_scale is not None:
             p["log_scale"] = self.log_scale
+        if self.base == "log-log":
+            p["alpha"] = LOGLOG_ALPHA
         return p
+
+    def _chart(self) -> tuple[Callable, Callable, Callable] | None:
+        """(chart, its inverse, log of the chart's derivative) of a continuous base
+        measure other than Lebesgue's; None for the uniform base."""
+        s = self.log_scale
+        if self.base == "log":
+            phi, phi_inv = log_scale_map(s)
+            return phi, phi_inv, lambda y: -np.log(s + np.abs(y))
+        if self.base == "log-log":
+            psi, psi_inv = loglog_map(s)
+            return psi, psi_inv, lambda y: (-np.log(s + np.abs(y)) - (1.0 + LOGLOG_ALPHA)
+                                             * np.log1p(np.log1p(np.abs(y) / s)))
+        return None
 
     # -- the law, shared by release, sample and output_distribution ----------------------
 
@@ -635,11 +677,8 @@ class ExponentialQuantile(Mechanism):
         x = self._rows(data)
         n = x.size
         pts = np.concatenate(([self.lower], x, [self.upper]))
-        if self.base == "log":
-            phi, _ = log_scale_map(self.log_scale)
-            coords = phi(pts)
-        else:
-            coords = pts
+        chart = self._chart()
+        coords = pts if chart is None else chart[0](pts)
         i = np.arange(n + 1)
         delta = score_sensitivity(self.q, self.neighbours)
         with np.errstate(divide="ignore"):
@@ -801,7 +840,8 @@ class ExponentialQuantile(Mechanism):
         stop)`` (the sorted clamped values at 0-based ranks [start, stop), ``lower``
         below rank 0 and ``upper`` from n on): an array here, a database's
         ``order_window`` out of core — the same draws, bit for bit."""
-        chart = log_scale_map(self.log_scale)[0] if self.base == "log" else None
+        chart = self._chart()
+        chart = None if chart is None else chart[0]
         return PieceSet(n, self.q, self.epsilon, score_sensitivity(self.q, self.neighbours),
                         read, chart, (self.lower, self.upper))
 
@@ -832,10 +872,10 @@ class ExponentialQuantile(Mechanism):
         # point in it: float lengths overflow on huge bounds, and lo + u·(hi − lo)
         # would reveal the data-dependent endpoints in its low bits (Mironov 2012).
         u = weights.draw(source)
-        if self.base == "log":
-            _, phi_inv = log_scale_map(self.log_scale)
+        chart = self._chart()
+        if chart is not None:
             # φ⁻¹ is public post-processing of a point of the φ-chart law
-            return float(np.clip(phi_inv(u), self.lower, self.upper))
+            return float(np.clip(chart[1](u), self.lower, self.upper))
         return float(u)
 
     def sample(self, data: Any, size: int, rng: Any = None) -> np.ndarray:
@@ -905,9 +945,9 @@ class ExponentialQuantile(Mechanism):
         each open segment between consecutive rows, equal to |i − qn| on the
         i-th; integrating μ over it gives the segment's mass; the sampler
         picks a segment with exactly that probability and then a point with
-        density ∝ μ inside it.  Uniform base: piecewise constant.  Log base:
-        density ∝ exp(−ε|i − qn|/(2Δ))/(s + |t|), returned through ``logpdf``
-        with a cdf in φ-coordinates.
+        density ∝ μ inside it.  Uniform base: piecewise constant.  Log and
+        log-log bases: density ∝ exp(−ε|i − qn|/(2Δ))·φ′(t) (φ′(t) = 1/(s + |t|),
+        resp. ψ′), returned through ``logpdf`` with a cdf in chart coordinates.
         """
         if self.base in ("grid", "log-grid"):
             return self.output_probabilities(data)
@@ -915,15 +955,15 @@ class ExponentialQuantile(Mechanism):
         n = pts.size - 2
         delta = score_sensitivity(self.q, self.neighbours)
         log_score = -self.epsilon * np.abs(np.arange(n + 1) - self.q * n) / (2 * delta)
-        if self.base == "uniform":
+        base = self._chart()
+        if base is None:
             return piecewise_constant_law(pts, log_score)
-        phi, _ = log_scale_map(self.log_scale)
+        phi, _, log_dphi = base
         chart = piecewise_constant_law(coords, log_score)  # the law of φ(T)
-        scale = self.log_scale
 
         def logpdf(y: Any) -> np.ndarray:
             y = np.asarray(y, dtype=np.float64)
-            return chart.logpdf(phi(y)) - np.log(scale + np.abs(y))
+            return chart.logpdf(phi(y)) + log_dphi(y)
 
         return OutputDistribution(
             pdf=lambda y: np.exp(logpdf(y)),
@@ -976,7 +1016,7 @@ def default_quantile_mechanism(
 ) -> Mechanism:
     """The proposed default quantile release, chosen from public information only.
 
-    ``bounds=None``: :class:`~instancedp.mechanisms.unbounded.UnboundedQuantile`.
+    ``bounds=None``: :func:`~instancedp.mechanisms.unbounded.bound_free_quantile`.
     Otherwise the grid base (permute-and-flip on its finite candidates) on a declared
     ``resolution`` (an integer type, a decimal scale, a user-given value —
     never a type inferred from the rows), else the log base.  The rule reads
@@ -986,9 +1026,9 @@ def default_quantile_mechanism(
     from ..queries.order import Quantile
 
     if bounds is None:
-        from .unbounded import UnboundedQuantile
+        from .unbounded import bound_free_quantile
 
-        return UnboundedQuantile(q, epsilon, neighbours=neighbours)
+        return bound_free_quantile(q, epsilon, neighbours=neighbours)
     try:
         query = Quantile(q, bounds[0], bounds[1], neighbours=neighbours)
     except TypeError:  # a Quantile that does not take the relation yet

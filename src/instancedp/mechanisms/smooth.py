@@ -167,6 +167,7 @@ class SmoothSensitivityMechanism(Mechanism):
     """
 
     name = "smooth_sensitivity"
+    projects_to_range = True
 
     def __init__(
         self,
@@ -279,7 +280,7 @@ class SmoothSensitivityMechanism(Mechanism):
         value, ss, cal, _ = state
         if ss == 0:
             return value if size is None else np.full(size, value)
-        return add_noise(value, ss, cal.noise, source, size)
+        return self._project(add_noise(value, ss, cal.noise, source, size))
 
     def output_distribution(self, data: Any) -> OutputDistribution:
         """Exact law: q(x) + SS_γ(x)·Z (a point mass when SS = 0).
@@ -290,9 +291,11 @@ class SmoothSensitivityMechanism(Mechanism):
         neighbours and |q(x) − q(x′)| ≤ SS_γ(x), the unit noise Z is (α, γ)
         "sliding and dilation" admissible, which gives the stated guarantee.
         Sketch: shift by ≤ 1 unit and dilate by ≤ e^γ; the family's
-        calibration bounds the density ratio of each step."""
+        calibration bounds the density ratio of each step.  The release is
+        projected onto the public range (post-processing): the law returned is
+        the clamped one."""
         value, ss, cal, _ = self._center_and_scale(data)
         if ss == 0:
             zero = lambda y: np.zeros_like(np.asarray(y, dtype=float))  # noqa: E731
             return OutputDistribution(pdf=zero, cdf=zero, atoms={value: 1.0})
-        return OutputDistribution.additive(value, ss, cal.noise)
+        return self._project_law(OutputDistribution.additive(value, ss, cal.noise))

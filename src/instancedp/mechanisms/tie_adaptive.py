@@ -133,6 +133,8 @@ class TieAdaptiveQuantile(Mechanism):
     """
 
     name = "tie_adaptive_quantile"
+    # the smooth branch projects onto [lower, upper]; the record says so on every release
+    projects_to_range = True
 
     def __init__(
         self,
