@@ -671,6 +671,12 @@ class IndexedColumn:
         return np.diff(np.append(below, self.n))
 
 
+#: the range step's rank index out of core: ``log_bins`` on the grid's ratio β^(1/k),
+#: k = this (cells 1/k of a grid step wide: the location's window reads small cells,
+#: with no refining pass at 10^6 rows; at most 2·k·1,063 labels, whatever n is)
+INDEX_SUBSTEPS = 256
+
+
 class ColumnData:
     """What :func:`column_release` reads: the column in memory (a sorted array) or on
     an engine (``source`` and ``column``).  Both give the same values to the same
@@ -695,7 +701,9 @@ class ColumnData:
         if self.source is not None:
             from .sources import unbounded_readers
 
-            counts, clamped = unbounded_readers(self.source, self.column, [loc])
+            counts, clamped = unbounded_readers(
+                self.source, self.column, [loc],
+                index_beta=BOUND_FREE["beta"] ** (1.0 / INDEX_SUBSTEPS))
             m = loc.draw_from(counts, clamped, rs)
         else:
             counts = RankCounts(self.x)
@@ -847,10 +855,46 @@ def outer_quantiles(n: int, reader: Any, bounds: tuple[float, float], m: float,
     lo, hi = bounds
     m = min(max(m, lo), hi)
     eps0 = epsilon / (recursion_depth(2) * (2 if relation == "substitution" else 1))
+    if isinstance(reader, IndexedColumn):
+        reader.prefetch(_outer_hint(reader, m, eps0))
     cut = rank_below(reader, n, m)
     left = recursive_draw(HALF_LEVELS[0], lo, m, eps0, cut, _Offset(reader, 0), source)
     right = recursive_draw(HALF_LEVELS[1], m, hi, eps0, n - cut, _Offset(reader, cut), source)
     return [float(v) for v in (*left, *right)]
+
+
+def _outer_hint(index: IndexedColumn, m: float, eps0: float) -> list[tuple[int, int]]:
+    """A read hint for :func:`outer_quantiles` on an engine (which rows are fetched in
+    ONE ``range_values`` pass, never a value read or drawn): the index cell holding m
+    (the cut's bisection), and windows around the four levels' target ranks in the
+    whole column for every cut that cell allows, widened by half a window for the
+    second level's shift.  Dropped (the second level's first) when its cells hold
+    more than :data:`FETCH_ROWS` rows: a hint never costs a refining pass."""
+    from .mechanisms.quantile import PieceSet
+
+    n = index.n
+    c = int(np.searchsorted(index.edges, m, side="right")) - 1
+    c = min(max(c, 0), index.counts.size - 1)
+    cut_lo, cut_hi = int(index.cum[c]), int(index.cum[c + 1])
+    start, stop = PieceSet.window_pieces(n, 0.5, eps0, 1.0)
+    pad = (stop - start) // 2 + (stop - start) // 4
+
+    def around(q: float, right: bool) -> tuple[int, int]:
+        a = cut_lo + q * (n - cut_lo) if right else q * cut_lo
+        b = cut_hi + q * (n - cut_hi) if right else q * cut_hi
+        return max(int(math.floor(min(a, b))) - pad, 0), min(int(math.ceil(max(a, b))) + pad, n)
+
+    first = [around(HALF_LEVELS[0][0], False), around(HALF_LEVELS[1][0], True)]
+    second = [around(HALF_LEVELS[0][1], False), around(HALF_LEVELS[1][1], True)]
+    for hint in ([(cut_lo, cut_hi), *first, *second], [(cut_lo, cut_hi), *first],
+                 [(cut_lo, cut_hi)]):
+        cells: set[int] = set()
+        for a, b in hint:
+            if b > a:
+                cells.update(index._cells(a, b))
+        if int(sum(index.counts[k] for k in cells if not index._known(k))) <= FETCH_ROWS:
+            return hint
+    return []
 
 
 def _column_intervals(
