@@ -248,6 +248,30 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
+def _loglog_plan(bounds: Any, shares: dict[str, float], relation: str) -> dict[str, Any]:
+    """describe's column plan with the one-step bound-free median (the exponential
+    mechanism on the whole line, log-log base: ``mechanisms/loglog.py``) as the
+    location in place of the grid median; the rest as describe's."""
+    from instancedp.mechanisms.loglog import LogLogQuantile
+
+    class Location(LogLogQuantile):
+        def _draw(self, x: Any, source: Any) -> float:  # describe passes the sorted rows
+            return float(super()._draw(self._weights(x), source))
+
+    plan = _COLUMN_PLAN(bounds, shares, relation)
+    if bounds is None:
+        plan["location"] = Location(0.5, shares["location"], neighbours=relation)
+    return plan
+
+
+_COLUMN_PLAN = dsc.column_plan
+#: a comparison asked after the sweep (not a candidate of its rule): the location by
+#: the one-step bound-free median, everything else the chosen configuration's
+COMPARISONS: dict[str, dict[str, Any]] = {
+    "loglog-location": {**VARIANTS["c3-loc30-sp15-sc10"], "column_plan": _loglog_plan},
+}
+
+
 def apply(variant: dict[str, Any]) -> dict[str, Any]:
     """Set describe's constants to ``variant``; returns the old values."""
     old = {}
@@ -266,8 +290,8 @@ def score(cells: list[dict[str, Any]]) -> float:
 
 def sweep(trials: int, log, only: list[str] | None = None) -> list[dict[str, Any]]:
     rows = []
-    for name, variant in VARIANTS.items():
-        if only and name not in only:
+    for name, variant in {**VARIANTS, **COMPARISONS}.items():
+        if (only and name not in only) or (not only and name in COMPARISONS):
             continue
         old = apply(variant)
         try:
@@ -275,7 +299,8 @@ def sweep(trials: int, log, only: list[str] | None = None) -> list[dict[str, Any
                                           lambda _m: None, bounded=(False,))]
         finally:
             apply(old)
-        rows.append({"variant": name, "overrides": repr(variant), "score": score(cells),
+        shown = {k: (v.__name__ if callable(v) else v) for k, v in variant.items()}
+        rows.append({"variant": name, "overrides": repr(shown), "score": score(cells),
                      "within_half": float(np.mean([c["stats"][s]["within_half"]
                                                    for c in cells for s in STATS]))})
         log(f"variant {name}: {rows[-1]['score']:.3f}")
@@ -363,6 +388,14 @@ def write(res: dict[str, Any], out: Path) -> list[Path]:
         lines += [f"| {r['variant']} | `{r['overrides']}` | {r['score']:.3f} | "
                   f"{r['within_half']:.2f} |" for r in res["sweep"]]
         lines.append("")
+    if res.get("comparisons"):
+        lines += ["## Comparisons (``--sweep-only NAME``, the sweep's cells; not candidates "
+                  "of its rule)", "",
+                  "| variant | overrides | score (median of mean median error, IQRs) | "
+                  "within ½ IQR |", "|---|---|---|---|"]
+        lines += [f"| {r['variant']} | `{r['overrides']}` | {r['score']:.3f} | "
+                  f"{r['within_half']:.2f} |" for r in res["comparisons"]]
+        lines.append("")
     if real:
         lines += ["## Real columns (reported, not used to tune)", "", *table(real), ""]
     lines += ["## Every synthetic cell", "", *table(cells), ""]
@@ -426,10 +459,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.sweep_only is not None:  # merged by variant into the sweep's own file
         rows = sweep(20, log, args.sweep_only)
         print(json.dumps(rows, indent=1))
-        path = args.out / "describe_accuracy_sweep.json"
-        old = json.loads(path.read_text()) if path.exists() else []
-        done = {r["variant"]: r for r in old} | {r["variant"]: r for r in rows}
-        path.write_text(json.dumps([done[v] for v in VARIANTS if v in done], indent=1) + "\n")
+        for name, names in (("sweep", VARIANTS), ("comparisons", COMPARISONS)):
+            path = args.out / f"describe_accuracy_{name}.json"
+            new = [r for r in rows if r["variant"] in names]
+            if not new:
+                continue
+            old = json.loads(path.read_text()) if path.exists() else []
+            done = {r["variant"]: r for r in old} | {r["variant"]: r for r in new}
+            path.write_text(json.dumps([done[v] for v in names if v in done], indent=1)
+                            + "\n")
         return {"sweep": rows}
     if args.headline_only:
         cells = run_cells(KINDS, (HEADLINE["n"],), (HEADLINE["epsilon"],), (HEADLINE["k"],),
@@ -452,6 +490,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sweep_file = args.out / "describe_accuracy_sweep.json"
     if res["sweep"] is None and sweep_file.exists():  # the last --sweep-only runs
         res["sweep"] = json.loads(sweep_file.read_text())
+    comparisons = args.out / "describe_accuracy_comparisons.json"
+    if comparisons.exists():
+        res["comparisons"] = json.loads(comparisons.read_text())
     for p in write(res, args.out):
         log(f"wrote {p}")
     return res
