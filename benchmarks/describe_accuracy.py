@@ -31,7 +31,12 @@ those cells of the mean over the six statistics of the median absolute error
 choose.  Real columns: the repo's goog.csv (closing price, volume) and
 scikit-learn's diabetes, wine and breast-cancer columns where a scikit-learn is
 in ``.bench-envs`` (``benchmarks/accuracy.py``'s ``real_columns``), each whole
-(the trials differ only in the release's randomness).
+(the trials differ only in the release's randomness).  The sweep ran with the
+grid median as the location (two of its variants, since removed, tuned that
+median's stages: their rows stay in the sweep's file); ``COMPARISONS``, run
+after it on the same cells (``--sweep-only loglog-location
+grid-median-location``), then compared the one-step bound-free median with it,
+which describe has used since.
 
 ``--quick``: n ∈ {100, 342, 1,000}, ε = 1, k ∈ {1, 3, 8}, 20 trials, the real
 columns at ε = 1, k = 3 (about 2 min with ``--jobs 2``); the full run: every
@@ -222,8 +227,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "c4-q40-loc15": {"BOUND_FREE": {**_B, "reach": 4.0, "mean_range": "B"},
                      "SPLIT_FREE_CI": {**_S, "location": 0.15, "quantiles": 0.4,
                                        "sum": 0.125, "count": 0.125}},
-    "c4-grid0.3": {"BOUND_FREE": {**_B, "reach": 4.0, "mean_range": "B"},
-                   "LOCATION_STAGES": {"grid_fraction": 0.3, "reach": 2}},
     # a second round, after the first showed that a short reach and the location's
     # share matter most
     "c2-meanB": {"BOUND_FREE": {**_B, "reach": 2.0, "mean_range": "B"}},
@@ -233,8 +236,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "c3-loc30-sp15": {"BOUND_FREE": {**_B, "reach": 3.0, "mean_range": "B"},
                       "SPLIT_FREE_CI": {**_S, "location": 0.3, "spread": 0.15,
                                         "quantiles": 0.2, "sum": 0.125, "count": 0.125}},
-    "c3-reach1": {"BOUND_FREE": {**_B, "reach": 3.0, "mean_range": "B"},
-                  "LOCATION_STAGES": {"grid_fraction": 0.5, "reach": 1}},
     # a third and last round around the second's best (c3-loc30-sp15)
     "c3-loc35-sp15": {"BOUND_FREE": {**_B, "reach": 3.0, "mean_range": "B"},
                       "SPLIT_FREE_CI": {**_S, "location": 0.35, "spread": 0.15,
@@ -248,27 +249,35 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _loglog_plan(bounds: Any, shares: dict[str, float], relation: str) -> dict[str, Any]:
-    """describe's column plan with the one-step bound-free median (the exponential
-    mechanism on the whole line, log-log base: ``mechanisms/loglog.py``) as the
-    location in place of the grid median; the rest as describe's."""
-    from instancedp.mechanisms.loglog import LogLogQuantile
+def _grid_median_plan(bounds: Any, shares: dict[str, float], relation: str
+                      ) -> dict[str, Any]:
+    """describe's column plan with the design the sweep ran with as the location: the
+    grid median (the exponential mechanism over the cells of the spread step's
+    capped grid, half the location's share, then over the rows in the chosen cell
+    widened by two cells: ``mechanisms/unbounded_quantiles.py``)."""
+    from instancedp.mechanisms.unbounded_quantiles import GridMedian
 
-    class Location(LogLogQuantile):
-        def _draw(self, x: Any, source: Any) -> float:  # describe passes the sorted rows
-            return float(super()._draw(self._weights(x), source))
+    class Location(GridMedian):
+        def _weights(self, x: Any) -> Any:  # describe passes the sorted rows on
+            return x
 
     plan = _COLUMN_PLAN(bounds, shares, relation)
     if bounds is None:
-        plan["location"] = Location(0.5, shares["location"], neighbours=relation)
+        b = dsc.BOUND_FREE
+        plan["location"] = Location(shares["location"], neighbours=relation, beta=b["beta"],
+                                    scale=b["scale"], steps=b["steps"], grid_fraction=0.5,
+                                    reach=2)
     return plan
 
 
 _COLUMN_PLAN = dsc.column_plan
-#: a comparison asked after the sweep (not a candidate of its rule): the location by
-#: the one-step bound-free median, everything else the chosen configuration's
+#: comparisons asked after the sweep (not candidates of its rule), on its cells: the
+#: location by the one-step bound-free median (describe's location since), and by the
+#: grid median the sweep ran with; everything else the chosen configuration's
 COMPARISONS: dict[str, dict[str, Any]] = {
-    "loglog-location": {**VARIANTS["c3-loc30-sp15-sc10"], "column_plan": _loglog_plan},
+    "loglog-location": dict(VARIANTS["c3-loc30-sp15-sc10"]),
+    "grid-median-location": {**VARIANTS["c3-loc30-sp15-sc10"],
+                             "column_plan": _grid_median_plan},
 }
 
 
@@ -466,8 +475,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 continue
             old = json.loads(path.read_text()) if path.exists() else []
             done = {r["variant"]: r for r in old} | {r["variant"]: r for r in new}
-            path.write_text(json.dumps([done[v] for v in names if v in done], indent=1)
-                            + "\n")
+            # rows of variants no longer listed (an earlier design's) are kept, first
+            keep = [r for r in old if r["variant"] not in names]
+            path.write_text(json.dumps(keep + [done[v] for v in names if v in done],
+                                       indent=1) + "\n")
         return {"sweep": rows}
     if args.headline_only:
         cells = run_cells(KINDS, (HEADLINE["n"],), (HEADLINE["epsilon"],), (HEADLINE["k"],),

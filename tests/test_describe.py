@@ -42,7 +42,7 @@ def test_one_charge_of_exactly_epsilon_and_the_stated_split(bounds):
         if bounds and col in bounds:
             assert mech == "recursive_quantiles"
         else:  # the bound-free range step, then the outer quantiles on its halves
-            assert mech.startswith("grid_median") and "recursive_quantiles" in mech
+            assert mech.startswith("loglog_quantile") and "recursive_quantiles" in mech
             free = p["split"]["within_column_bound_free"]
             assert set(free) == {"location", "spread", "quantiles", "intervals", "sum",
                                  "count"}

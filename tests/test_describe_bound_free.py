@@ -61,6 +61,26 @@ def test_grid_median_joint_law_is_eps_dp_over_brute_force_pairs(relation):
 
 
 @pytest.mark.parametrize("relation", ["add_remove", "substitution"])
+def test_describes_location_is_exactly_eps_dp_over_brute_force_pairs(relation):
+    """The location describe plans (the one-step bound-free median at the location's
+    share of a column's ε): its exact law, seen through its public chart, on every
+    neighbour pair of 1 and 2 rows; and its release path samples that law."""
+    from test_loglog import _InChart
+    from test_loglog import pairs as loglog_pairs
+
+    from instancedp.audit.profile import check_mechanism
+
+    eps = 2.0
+    shares = {k: v * eps for k, v in dsc.column_split(False, 0.95).items()}
+    loc = dsc.column_plan(None, shares, relation)["location"]
+    assert loc.name == "loglog_quantile" and loc.q == 0.5 and loc.neighbours == relation
+    assert loc.epsilon == pytest.approx(dsc.SPLIT_FREE_CI["location"] * eps)
+    check = check_mechanism(_InChart(loc), loglog_pairs(relation), samples=100)
+    assert check.passed, check
+    assert check.measured >= 0.3 * loc.epsilon  # the check can fail
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "substitution"])
 def test_spread_step_law_is_eps_dp_given_the_centre(relation):
     """The spread step's exact law (a softmax over the grid's cells) on every neighbour
     pair, for centres below, inside, on and above the rows: loss ≤ ε."""
@@ -162,7 +182,7 @@ def test_the_stated_parts_add_up_to_epsilon():
     assert free == dsc.column_split(False, 0.9)
     assert sum(split["within_column"].values()) == pytest.approx(1.0, abs=1e-12)
     bf = r.parameters["bound_free"]
-    assert bf["columns"] == ["a"] and bf["location"]["mechanism"] == "grid_median"
+    assert bf["columns"] == ["a"] and bf["location"]["mechanism"] == "loglog_quantile"
     assert r.parameters["bounds"] == {"a": None, "b": [0.0, 1e4]}
     for level in (0.9, None):  # without error bars their share goes to the quantiles
         free = dsc.column_split(False, level)

@@ -34,12 +34,10 @@ Everything that shapes the release is public and fixed before the charge:
   [lo, hi].  Without bounds, a range step first, then the bounded path on the
   range it releases:
 
-  1. the location m — :class:`~instancedp.mechanisms.unbounded_quantiles.
-     GridMedian`: the exponential mechanism over the cells of a capped public
-     geometric grid (±scale·(β^i − 1), i ≤ steps: :data:`BOUND_FREE`) scored by
-     their distance in ranks from the median (Δ = ½ under add/remove), then the
-     exponential mechanism for the median on the rows clamped to the chosen
-     cell widened by :data:`LOCATION_STAGES` cells; m is released as p50;
+  1. the location m — :class:`~instancedp.mechanisms.loglog.LogLogQuantile`:
+     the exponential mechanism for the median on the whole line with the
+     log-log base measure (finite mass, so no bound; Δ = ½ under add/remove,
+     the median's margin n/2 discounts the empty line); m is released as p50;
   2. the spread S — the exponential mechanism over the cells (t_i, t_{i+1}] of
      the grid t_i = scale·(β^i − 1) scored by their distance in ranks from the
      median of |x − m| (the median absolute deviation's cell; a row-by-row
@@ -58,15 +56,20 @@ Everything that shapes the release is public and fixed before the charge:
   ``UnboundedQuantile``): at n = 342, ε = 1, three columns, p5 and p95 got
   about 0.03ε each, their scans 0.3 of that, over some 800 grid steps: the
   scans stopped far below the data (the range, and every value clamped to
-  it, were garbage: 0 of 60 medians within 0.5 IQR on N(4200, 800)).  A hundred
-  or so cells take the exponential mechanism a fraction of that ε to find
-  the median's cell, and the median's score (Δ = ½, margin n/2) is the
-  sharpest one at small n.  The price of the capped grid: rows beyond
-  ±scale·(β^steps − 1) ≈ ±1.8·10¹⁶ count as beyond it (a column there needs
-  bounds).  The shares, c and the grid were chosen on synthetic columns by a
-  rule fixed before the sweep (``benchmarks/describe_accuracy.py``,
-  ``docs/results/describe_accuracy.md``).  The five values are sorted
-  (post-processing).
+  it, were garbage: 0 of 60 medians within 0.5 IQR on N(4200, 800)).  The
+  median's score (Δ = ½, margin n/2) is the sharpest one at small n, and the
+  one-step median spends all of the location's share on it; a grid median
+  (the exponential mechanism over the cells of a capped geometric grid, then
+  over the rows in the chosen cell) spent half on finding the cell: on the
+  sweep's cells the one-step median's rule score is lower and more values
+  land within 0.5 IQR (``docs/results/describe_accuracy.md``, comparisons).
+  The spread step's
+  grid is capped: rows beyond ±scale·(β^steps − 1) ≈ ±1.8·10¹⁶ from m count
+  as beyond it (a column there needs bounds).  The shares, c and the grid
+  were chosen on synthetic columns by a rule fixed before the sweep
+  (``benchmarks/describe_accuracy.py``, with the grid median as the
+  location; the one-step median was compared after it on the same cells).
+  The five values are sorted (post-processing).
 
 Error bars (``ci`` = the level; :mod:`instancedp.intervals`), each stating what
 it covers, all inside the same charge:
@@ -99,10 +102,12 @@ Where the rows are read (the kind of input, a public fact; never n):
   holding more than :data:`FETCH_ROWS` rows are split in one more pass, or
   the window goes to the engine's ``order_window``).  Without bounds, the
   range step reads one ``log_bins`` aggregate per column (the rows' cells on
-  its geometric grid: exact counts at every grid point, and a rank index whose
-  median window is fetched in one ``range_values`` pass;
-  :func:`~instancedp.sources.unbounded_readers`) and one exact histogram at the
-  spread step's points m ± t_i: no column is read into memory;
+  a geometric grouping: n, and a rank index whose cells are small enough that
+  the median's window is fetched in one ``range_values`` pass, with no
+  refining pass; :meth:`ColumnData.log_bins_reader`) and one exact histogram
+  at the spread step's points m ± t_i that fall inside a cell; the outer
+  quantiles' windows on B come in one ``range_values`` pass
+  (:func:`_outer_hint`): no column is read into memory;
 * **an in-memory frame** — one column at a time as a sorted array; the same
   code (:func:`column_release`) reads it by slicing.
 
@@ -169,14 +174,11 @@ COVERS: dict[str, str] = {
                  "is infinite)",
 }
 #: the bound-free range step (no bounds for a column): its shares of the quantile
-#: share (the rest goes to the five quantiles on the range B), the coarse public grid
-#: scale·(β^i − 1) of its two scans, and B's reach in spread units
+#: share (the rest goes to the five quantiles on the range B), the spread step's coarse
+#: public grid scale·(β^i − 1), and B's reach in spread units
 #: (``benchmarks/describe_accuracy.py`` chose them; module docstring)
 BOUND_FREE: dict[str, Any] = {"beta": 2.0, "scale": 2.0 ** -10, "steps": 64,
                               "reach": 3.0, "mean_range": "B"}
-#: the location step: its grid stage's fraction of its ε and its bracket's reach in
-#: grid steps (:class:`~instancedp.mechanisms.unbounded_quantiles.GridMedian`)
-LOCATION_STAGES: dict[str, Any] = {"grid_fraction": 0.5, "reach": 2}
 #: declared types that are numbers (one home: the DuckDB backend's)
 _NUMERIC = NUMERIC_TYPES
 
@@ -375,7 +377,7 @@ def describe(
         "mechanisms": {
             c: {
                 "quantiles": p["quantiles"].name if p["bounds"] else (
-                    "grid_median (p50 = m), then recursive_quantiles on the halves of "
+                    "loglog_quantile (p50 = m), then recursive_quantiles on the halves of "
                     "B = [m − c·S, m + c·S] below and from m (p5, p25; p75, p95), S from "
                     "the spread step: the exponential mechanism over the grid's cells "
                     "for the median of |x − m|"),
@@ -488,12 +490,10 @@ def column_plan(
             LEVELS, shares["quantiles"], mechanism="recursive", bounds=bounds,
             neighbours=relation)
     else:  # the range B first (location, then spread); the five quantiles on B later
-        from .mechanisms.unbounded_quantiles import GridMedian
+        from .mechanisms.loglog import LogLogQuantile
 
-        qmech = GridMedian(shares["location"], neighbours=relation, beta=BOUND_FREE["beta"],
-                           scale=BOUND_FREE["scale"], steps=BOUND_FREE["steps"],
-                           **LOCATION_STAGES)
-        return {"bounds": None, "location": qmech, "spread": shares["spread"],
+        loc = LogLogQuantile(0.5, shares["location"], neighbours=relation)
+        return {"bounds": None, "location": loc, "spread": shares["spread"],
                 "relation": relation}
     return {"bounds": bounds, "quantiles": qmech, "relation": relation}
 
@@ -687,31 +687,59 @@ class ColumnData:
         self.x, self.source, self.column, self.data = x, source, column, data
 
     def bound_free(self, plan: dict[str, Any], rs: Any) -> dict[str, Any]:
-        """The bound-free range step (module docstring): the location m (the
-        bound-free median, :class:`~instancedp.mechanisms.unbounded.UnboundedQuantile`),
-        then the spread scan around m (:func:`~instancedp.mechanisms.unbounded_quantiles.
-        spread_index`), both read from the same counts: the rows in memory, or one
-        ``log_bins`` aggregate and exact histograms on an engine
-        (:func:`~instancedp.sources.unbounded_readers`: the same integers, so the
-        same draws)."""
+        """The bound-free range step (module docstring): the location m (the one-step
+        bound-free median, :class:`~instancedp.mechanisms.loglog.LogLogQuantile`, drawn
+        in stages: a window of order statistics around rank n/2), then the spread
+        step around m (:func:`~instancedp.mechanisms.unbounded_quantiles.spread_index`)
+        on counts #{x ≤ t}.  In memory both read the sorted rows; on an engine ONE
+        ``log_bins`` aggregate gives n, a rank index whose median window is fetched in
+        one ``range_values`` pass (:meth:`log_bins_reader`), and the counts
+        (:class:`~instancedp.mechanisms.unbounded.BinnedRankCounts`: exact, one
+        histogram where a cell straddles a threshold) — the same values and
+        integers, so the same draws."""
         from .mechanisms.unbounded import RankCounts
         from .mechanisms.unbounded_quantiles import spread_index
 
         loc = plan["location"]
         if self.source is not None:
-            from .sources import unbounded_readers
-
-            counts, clamped = unbounded_readers(
-                self.source, self.column, [loc],
-                index_beta=BOUND_FREE["beta"] ** (1.0 / INDEX_SUBSTEPS))
-            m = loc.draw_from(counts, clamped, rs)
+            counts, read, n = self.log_bins_reader(loc)
+            m = loc._draw(loc.pieces(n, read), rs)
         else:
             counts = RankCounts(self.x)
-            m = loc._draw(self.x, rs)
+            m = loc._draw(loc._weights(self.x), rs)
         j = spread_index(counts, m, plan["spread"], plan["relation"], BOUND_FREE["beta"],
                          BOUND_FREE["scale"], BOUND_FREE["steps"], rs)
         lo, hi = bound_free_range(m, j)
         return {"location": float(m), "spread_index": int(j), "range": [lo, hi]}
+
+    def log_bins_reader(self, loc: Any) -> tuple[Any, Any, int]:
+        """(counts, rank reader, n) of the column on its engine from ONE ``log_bins``
+        aggregate on a grouping :data:`INDEX_SUBSTEPS` times finer than the range
+        step's grid (small cells: the location's window is fetched without a refining
+        pass).  The reader gives the rows at ranks [a, b), padded with the location's
+        support ends (±max double) outside [0, n), as its in-memory read does."""
+        from .backends.numpy import pad_window
+        from .mechanisms.quantile import PieceSet, score_sensitivity
+        from .mechanisms.unbounded import BinnedRankCounts
+
+        cells = self.source.log_bins(self.column, BOUND_FREE["beta"] ** (1 / INDEX_SUBSTEPS),
+                                     BOUND_FREE["scale"])
+        counts = BinnedRankCounts(
+            cells, lambda edges: self.source.histogram(self.column, edges))
+        big = float(np.finfo(np.float64).max)
+        index = IndexedColumn(self.source, self.column, -big, big, cells=cells)
+        n = index.n
+        # a read hint (which rows are fetched, never a value read or drawn)
+        start, stop = PieceSet.window_pieces(n, loc.q, loc.epsilon,
+                                             score_sensitivity(loc.q, loc.neighbours))
+        index.prefetch([(max(start - 1, 0), min(stop, n))])
+
+        def read(a: int, b: int) -> np.ndarray:
+            first = min(max(a, 0), n)
+            inside = index.read(first, min(max(b, 0), n)) + 0.0
+            return pad_window(inside, a, b, loc.lower, loc.upper, offset=first, n=n)
+
+        return counts, read, n
 
     def clamped(self, lo: float, hi: float) -> tuple[int, int | None, Any, Any]:
         """(n, exact shifted clamped sum, rank reader, tree leaves function) on [lo, hi]."""
@@ -788,7 +816,8 @@ def column_release(
     s_value = fixed_point_value(total, fixed_point_exponent(lo, hi, shift=True))
     s = mean_mech._sum._draw(s_value, source, None)
     c = mean_mech._count._draw(float(n), source, None)
-    mean = lo + min(max(s / max(c, 1.0), 0.0), mean_mech.range)
+    # lo + (hi − lo) may round above hi: the clamped mean lies in [lo, hi]
+    mean = min(lo + min(max(s / max(c, 1.0), 0.0), mean_mech.range), hi)
     row: dict[str, Any] = {"column": col, "count": max(0, int(round(c))), "mean": float(mean)}
     row.update(dict(zip(QUANTILE_NAMES, qs, strict=True)))
     if level is not None:

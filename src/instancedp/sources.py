@@ -568,8 +568,7 @@ def sorted_column(source: Any, column: str | None, query: Any, missing: Any = "d
 
 
 def unbounded_readers(source: Any, column: str | None, parts: Any,
-                      missing: Any = "drop", index_beta: float | None = None
-                      ) -> tuple[Any, Any]:
+                      missing: Any = "drop") -> tuple[Any, Any]:
     """What bound-free quantiles ``parts`` (each an :class:`~instancedp.mechanisms.
     unbounded.UnboundedQuantile`, all on one grid) read from an engine: #{x ≤ t} at
     the scans' grid points, and ``clamped(lo, hi)`` → the order windows of the rows
@@ -585,9 +584,7 @@ def unbounded_readers(source: Any, column: str | None, parts: Any,
     With an ``origin``: one histogram per scan batch at the shifted grid points
     (:class:`~instancedp.mechanisms.unbounded.HistogramRankCounts`) and the engine's
     ``order_window``.  Either way the values read, and so the draws, are the
-    in-memory release's.  ``index_beta`` (optional): the ``log_bins`` grouping's
-    ratio, finer than the grid's (β^(1/k)) for smaller cells: fewer refining passes
-    before a window is fetched; the counts at the grid points are the same."""
+    in-memory release's."""
     from .backends.numpy import pad_window
     from .mechanisms.quantile import PieceSet, score_sensitivity
     from .mechanisms.unbounded import BinnedRankCounts, HistogramRankCounts
@@ -607,7 +604,7 @@ def unbounded_readers(source: Any, column: str | None, parts: Any,
         return hist, clamped_window
     from .describe import IndexedColumn
 
-    cells = source.log_bins(column, index_beta or first.beta, first.scale, missing=missing)
+    cells = source.log_bins(column, first.beta, first.scale, missing=missing)
     counts = BinnedRankCounts(cells, histogram,
                               BinnedRankCounts.grid_thresholds(first.beta, first.scale))
     big = float(np.finfo(np.float64).max)
