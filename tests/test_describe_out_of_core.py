@@ -353,3 +353,27 @@ def test_a_column_clamped_to_its_released_range_gives_the_in_memory_record(tmp_p
     df.to_parquet(tmp_path / "t.parquet")
     assert _record(tmp_path / "t.parquet", None, ["v"]) == _record(df, None, ["v"])
     assert sum(tied) >= 2  # once per path
+
+
+def test_rows_clamped_to_either_end_have_cells_of_their_own(tmp_path):
+    """The index's cells isolate the rows clamped to lo and to hi (minimum = maximum):
+    reading ranks inside those runs fetches nothing; one read of a window fetches one
+    value range."""
+    from instancedp.describe import IndexedColumn
+
+    x = np.r_[np.full(300, -5.0), np.linspace(0.0, 10.0, 400), np.full(300, 50.0)]
+    df = pd.DataFrame({"v": x})
+    df.to_parquet(tmp_path / "t.parquet")
+    src = open_source(str(tmp_path / "t.parquet"))
+    idx = IndexedColumn(src, "v", -1.0, 20.0)
+    first, last = int(np.flatnonzero(idx.counts)[0]), int(np.flatnonzero(idx.counts)[-1])
+    assert idx.counts[first] == idx.counts[last] == 300
+    assert idx.mins[first] == idx.maxs[first] == -1.0 and idx.mins[last] == idx.maxs[last] == 20.0
+    calls = []
+    real = src.range_values
+    src.range_values = lambda *a, **k: calls.append(len(a[3])) or real(*a, **k)
+    assert idx.read(0, 300).tolist() == [-1.0] * 300
+    assert idx.read(700, 1000).tolist() == [20.0] * 300 and calls == []
+    xs = np.sort(np.clip(x, -1.0, 20.0))
+    assert idx.read(250, 750).tobytes() == xs[250:750].tobytes() and calls == [1]
+    src.close()

@@ -529,10 +529,16 @@ MAX_INDEX_EDGES = 1 << 12
 
 def index_edges(lo: float, hi: float) -> np.ndarray:
     """The public cells of a column's one aggregate pass: the error bars' tree cells
-    (the log chart over [lo, hi], :data:`TREE`), repeated edges merged."""
+    (the log chart over [lo, hi], :data:`TREE`), repeated edges merged, and the
+    doubles next to lo and hi: the rows clamped to either end get cells of their own
+    (minimum = maximum: known without a read, so a run of clamped rows is crossed
+    without fetching it)."""
     from .intervals import chart_scale_for, tree_edges
 
-    return np.unique(tree_edges(lo, hi, chart_scale_for(lo, hi), TREE[0] ** TREE[1]))
+    ends = [np.nextafter(lo, np.inf), np.nextafter(hi, -np.inf)]
+    edges = np.concatenate((tree_edges(lo, hi, chart_scale_for(lo, hi), TREE[0] ** TREE[1]),
+                            [e for e in ends if lo < e < hi]))
+    return np.unique(edges)
 
 
 class IndexedColumn:
@@ -611,9 +617,16 @@ class IndexedColumn:
         return True
 
     def _fetch(self, need: list[int]) -> None:
-        """Read the rows of the cells ``need`` (not known yet) in one pass."""
+        """Read the rows of the cells ``need`` (not known yet) in one pass: one value
+        range over all of them when the cells between hold at most :data:`FETCH_ROWS`
+        rows in all (an engine scans one range much faster than many), else one per run
+        of consecutive cells."""
         runs: list[list[int]] = []
-        for c in need:  # consecutive cells: one value range [min of the first, max of the last]
+        if int(self.cum[need[-1] + 1] - self.cum[need[0]]) <= FETCH_ROWS:
+            need = [c for c in range(need[0], need[-1] + 1) if self.counts[c] > 0]
+            runs.append(need)  # ordered, value-disjoint cells: [min first, max last] holds them
+        for c in need if not runs else []:
+            # consecutive cells: one value range [min of the first, max of the last]
             if runs and runs[-1][-1] == c - 1:
                 runs[-1].append(c)
             else:

@@ -91,6 +91,9 @@ class UnboundedQuantiles(Mechanism):
 
 # -- describe's range step: a median and a spread on a capped public grid ---------------
 #
+# describe uses the spread; its location is the one-step median (``loglog.py``), which
+# beat this grid median on describe's accuracy cells (``benchmarks/describe_accuracy.py``
+# compares the two).
 # Both are the exponential mechanism (McSherry & Talwar 2007, Thm. 6) over the CELLS
 # of a finite public grid — points scale·(β^i − 1), i = 0 … steps, and their
 # negatives for the median — rather than AboveThreshold over the unbounded grid: with
