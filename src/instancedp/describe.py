@@ -529,16 +529,10 @@ MAX_INDEX_EDGES = 1 << 12
 
 def index_edges(lo: float, hi: float) -> np.ndarray:
     """The public cells of a column's one aggregate pass: the error bars' tree cells
-    (the log chart over [lo, hi], :data:`TREE`), repeated edges merged, and the
-    doubles next to lo and hi: the rows clamped to either end get cells of their own
-    (minimum = maximum: known without a read, so a run of clamped rows is crossed
-    without fetching it)."""
+    (the log chart over [lo, hi], :data:`TREE`), repeated edges merged."""
     from .intervals import chart_scale_for, tree_edges
 
-    ends = [np.nextafter(lo, np.inf), np.nextafter(hi, -np.inf)]
-    edges = np.concatenate((tree_edges(lo, hi, chart_scale_for(lo, hi), TREE[0] ** TREE[1]),
-                            [e for e in ends if lo < e < hi]))
-    return np.unique(edges)
+    return np.unique(tree_edges(lo, hi, chart_scale_for(lo, hi), TREE[0] ** TREE[1]))
 
 
 class IndexedColumn:
