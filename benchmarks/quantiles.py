@@ -893,8 +893,9 @@ def write(res: dict, name: str) -> None:
             "",
             "Every column is released from DuckDB aggregates (one pass of counts, "
             "minima, maxima and the exact sum per cell, then a few order windows; "
-            "without bounds the bound-free p5/p95 first read one aggregate of the rows' "
-            "cells on their scan's grid and the windows around their target ranks), so "
+            "without bounds the range step first reads one aggregate of the rows' "
+            "cells on a geometric grouping, the median's window and one histogram "
+            "around it), so "
             "Python never holds a column: the peak is bounded by the "
             "interpreter and libraries, DuckDB's `memory_limit` and at most 2¹⁸ fetched "
             "rows per read, whatever the number of rows (what grows between the two "

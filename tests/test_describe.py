@@ -41,8 +41,12 @@ def test_one_charge_of_exactly_epsilon_and_the_stated_split(bounds):
         mech = p["mechanisms"][col]["quantiles"]
         if bounds and col in bounds:
             assert mech == "recursive_quantiles"
-        else:  # bound-free outer pair, then the quartiles on the released range
-            assert mech.startswith("unbounded_quantiles") and "recursive_quantiles" in mech
+        else:  # the bound-free range step, then the outer quantiles on its halves
+            assert mech.startswith("loglog_quantile") and "recursive_quantiles" in mech
+            free = p["split"]["within_column_bound_free"]
+            assert set(free) == {"location", "spread", "quantiles", "intervals", "sum",
+                                 "count"}
+            assert sum(free.values()) == pytest.approx(1.0, abs=1e-12)
     frame = r.to_frame()
     assert list(frame.index) == list(STATISTICS)
     assert list(frame.columns.get_level_values(0).unique()) == ["age", "income"]
@@ -155,9 +159,9 @@ def test_cli_table_json_and_bounds(tmp_path):
 
 def _column(x, bounds, level=0.9, eps=2.0):
     """(plan, shares) of one column as describe builds them, at ε for the column."""
-    from instancedp.describe import SPLIT_CI, column_plan
+    from instancedp.describe import column_plan, column_split
 
-    shares = {k: v * eps for k, v in SPLIT_CI.items()}
+    shares = {k: v * eps for k, v in column_split(bounds is not None, level).items()}
     return column_plan(bounds, shares, "add_remove"), shares
 
 
@@ -221,7 +225,7 @@ def test_cli_shows_error_bars_and_split(tmp_path):
     DF.to_parquet(f)
     r = cli("describe", f, "--epsilon", "1", "--owner", "--seed", "1", "--ci", "0.9")
     assert r.returncode == 0, r.stderr
-    for needle in ("90% ci", "⅛ intervals", "mean covers", "one ledger charge"):
+    for needle in ("90% ci", "0.1 intervals", "mean covers", "one ledger charge"):
         assert needle in r.stdout, needle
     r = cli("describe", f, "--epsilon", "1", "--owner", "--seed", "1", "--json")
     rec = json.loads(r.stdout)

@@ -233,3 +233,145 @@ def test_the_lazy_samplers_float_path_is_the_ball_paths_draw(monkeypatch):
         assert out[0] == out[1], trial
         cases += 1
     assert certified > cases / 2  # narrow windows: many land in the runs
+
+
+# -- a target among tied rows: the window around the run's two ends ---------------------
+
+
+def _clamped_lognormal(n: int, seed: int) -> np.ndarray:
+    # about 18 % of the rows above 4: clamped to the upper bound 4, one long run of ties
+    return np.sort(np.random.default_rng(seed).lognormal(0.0, 1.5, n))
+
+
+@pytest.mark.parametrize("case", ["clamped_top", "interior_ties", "clamped_bottom"])
+def test_a_target_inside_a_run_of_ties_is_drawn_from_the_runs_two_ends(monkeypatch, case):
+    """The target rank among rows equal to one value (clamped to a bound, or ties with
+    continuous rows on both sides): PieceSet reads the pieces beyond the run's two
+    ends and skips its middle.  Seed by seed the same piece as the full inversion,
+    with no further read while drawing, and O(window + log n) values read in all
+    (the window at the target alone would leave every weighted piece unread: the
+    lazy draw then read them one order statistic at a time)."""
+    import instancedp.mechanisms.quantile as qm
+    from instancedp.mechanisms.quantile import ExponentialQuantile
+    from instancedp.noise import exact
+    from instancedp.queries.order import Quantile
+
+    n = 3000
+    x = _clamped_lognormal(n, 4)
+    q, lo, hi = 0.95, 0.0, 4.0
+    if case == "interior_ties":  # 600 rows at 2.0 hold rank q·n, continuous on both sides
+        x = np.sort(np.r_[x[x < 1.9][:1900], np.full(600, 2.0), np.linspace(2.1, 3.9, 500)])
+        q = 0.75
+    elif case == "clamped_bottom":  # rows clamped to the lower bound 1
+        lo, hi, q = 1.0, 100.0, 0.2
+    n = x.size
+    mech = ExponentialQuantile(Quantile(q, lo, hi, neighbours="add_remove"), 0.5)
+    values_read = []
+
+    def read(a: int, b: int) -> np.ndarray:
+        values_read.append(b - a)
+        return ref.pad_window(np.clip(x, lo, hi)[max(a, 0):], a, b, lo, hi,
+                              offset=max(a, 0), n=n)
+
+    staged = mech.pieces(n, read)
+    assert staged.blocks is not None and not staged.full
+    half = qm.PieceSet._half(mech.epsilon, 0.95 if case != "clamped_bottom" else 0.8)
+    assert len(staged.window) <= 2 * half + 4
+    # the window at the target, the two beyond the run's ends, a galloping search each way
+    assert sum(values_read) <= 4 * half + 8 + 4 * int(np.log2(n) + 1)
+    monkeypatch.setattr(qm, "WINDOW_EXPONENT", 1e9)
+    full = mech.pieces(n, read)
+    assert full.full
+    before = len(values_read)
+    for seed in range(40):
+        i_full, _ = exact.sample_piece(full.log_weights, full.window, simulation(seed))
+        i_staged, _ = staged.draw_piece(simulation(seed))
+        assert i_staged == i_full, seed
+    assert len(values_read) == before  # the two windows hold every piece drawn
+
+
+def test_window_blocks_are_checked():
+    from instancedp.errors import ParameterError
+    from instancedp.noise import exact
+
+    with pytest.raises(ParameterError, match="window_pieces"):  # a wide block of length > 0
+        exact.sample_piece_lazy(lambda i: 0.0, float, 10, 2, [1.0, 2.0, 3.0],
+                                simulation(0), window_pieces=[2, 3, 6])
+    with pytest.raises(ParameterError, match="window_pieces"):  # not increasing
+        exact.sample_piece_lazy(lambda i: 0.0, float, 10, 2, [1.0, 1.0, 1.0],
+                                simulation(0), window_pieces=[2, 2, 3])
+    with pytest.raises(ParameterError, match="window_edges"):  # one edge per block start
+        exact.sample_piece_lazy(lambda i: 0.0, float, 10, 2, [1.0, 2.0],
+                                simulation(0), window_pieces=[2, 3, 4])
+
+
+def test_the_ball_path_step_costs_the_runs_not_the_window(monkeypatch):
+    """The mass in the run beside a window of 2,000 tiny pieces: every step of the exact
+    inversion (a split, a digit) re-sums the runs only, so the ball evaluations stay
+    about one per window piece plus the runs' (each step once over every window
+    piece: some 10⁵ and more)."""
+    from instancedp.noise import exact
+
+    m, s, t = 3000, 500, 2500  # window pieces 1e-15 long, run pieces 1 long
+    e = np.r_[np.arange(-s, 1, dtype=float), 1e-15 * np.arange(1, t - s + 1),
+              2e-12 + np.arange(1, m - t + 1)]
+    ld = lambda i: -abs(i - 510.0)  # noqa: E731 — the mode inside the window, near its start
+    calls = [0]
+    real = exact._exp_ball
+
+    def counting(v):
+        calls[0] += 1
+        return real(v)
+
+    monkeypatch.setattr(exact, "_exp_ball", counting)
+    for seed in range(3):
+        calls[0], reads = 0, []
+        i, _ = exact.sample_piece_lazy(ld, lambda k, r=reads: r.append(k) or float(e[k]), m, s,
+                                       e[s:t + 1], simulation(seed))
+        i_full, _ = exact.sample_piece(np.array([ld(k) for k in range(m)]), e,
+                                       simulation(seed))
+        assert i == i_full and i < s
+        assert calls[0] <= 2 * (t - s) + 8 * (len(reads) + 4) ** 2, calls[0]
+
+
+def test_a_column_clamped_to_its_released_range_gives_the_in_memory_record(tmp_path,
+                                                                          monkeypatch):
+    """Bound-free describe where p95 lies among the rows clamped to B's upper end (a
+    lognormal tail): the Parquet file and the same rows in memory, the same bytes,
+    both through the window around the run of clamped rows."""
+    import instancedp.mechanisms.quantile as qm
+
+    tied = []
+    real = qm.PieceSet._around_ties
+
+    def spy(self, half):
+        real(self, half)
+        tied.append(self.blocks is not None)
+
+    monkeypatch.setattr(qm.PieceSet, "_around_ties", spy)
+    df = pd.DataFrame({"v": _clamped_lognormal(1200, 8)})
+    df.to_parquet(tmp_path / "t.parquet")
+    assert _record(tmp_path / "t.parquet", None, ["v"]) == _record(df, None, ["v"])
+    assert sum(tied) >= 2  # once per path
+
+
+def test_a_window_over_fetched_and_unfetched_cells_is_one_value_range(tmp_path):
+    """A read whose cells alternate between fetched and not (a window over earlier
+    windows) asks the engine for ONE value range, not one per run of cells, and
+    returns the sorted clamped values."""
+    from instancedp.describe import IndexedColumn
+
+    x = np.random.default_rng(3).normal(50.0, 10.0, 3000)
+    pd.DataFrame({"v": x}).to_parquet(tmp_path / "t.parquet")
+    src = open_source(str(tmp_path / "t.parquet"))
+    idx = IndexedColumn(src, "v", 0.0, 100.0)
+    xs = np.sort(np.clip(x, 0.0, 100.0))
+    starts = idx.cum[:-1][idx.counts > 0]
+    for r in starts[::2][:12]:  # every other non-empty cell fetched
+        idx.read(int(r), int(r) + 1)
+    calls = []
+    real = src.range_values
+    src.range_values = lambda *a, **k: calls.append(len(a[3])) or real(*a, **k)
+    a, b = int(starts[0]), int(starts[23])
+    assert idx.read(a, b).tobytes() == xs[a:b].tobytes() and calls == [1]
+    src.close()

@@ -15,10 +15,14 @@ Everything that shapes the release is public and fixed before the charge:
   add/remove neighbours (the row count stays private; the session refuses it
   under substitution).
 * **Split** — ε/k per column (k columns; each row touches every column:
-  sequential composition), and within a column ½ to the five quantiles, ¼ to
-  the clamped sum and ¼ to the count (:data:`SPLIT`); with error bars (the
-  default, ``ci=0.95``) the quantiles keep ⅜ and their intervals take ⅛
-  (:data:`SPLIT_CI`).  The mean is lower + (noisy sum ÷ noisy count) as in
+  sequential composition), and within a column with bounds ½ to the five
+  quantiles, ¼ to the clamped sum and ¼ to the count (:data:`SPLIT`); with
+  error bars (the default, ``ci=0.95``) the quantiles keep ⅜ and their
+  intervals take ⅛ (:data:`SPLIT_CI`).  A column without bounds has its own
+  split (:data:`SPLIT_FREE_CI`: the location, the spread, the outer quantiles,
+  the intervals, the sum and the count; without error bars the intervals'
+  share goes to the outer quantiles), stated in the record.  The mean is
+  lower + (noisy sum ÷ noisy count) as in
   :class:`~instancedp.mechanisms.sum_count.NoisySumOverCount`, whose parts are
   reused, and the count is that noisy count (rounded, at least 0:
   post-processing).  The parts are pure ε-DP and add up to ε: one ledger
@@ -27,14 +31,45 @@ Everything that shapes the release is public and fixed before the charge:
 * **Mechanisms** — with public bounds (lo, hi) for a column: the recursive
   quantiles of Kaplan, Schnapp & Stemmer (2022) (O(n log n); the joint
   mechanism's O(m²·n) pass is slower on large tables) and the mean clamped to
-  [lo, hi].  Without bounds: p5 and p95 by the bound-free quantile (Durfee
-  2023; ¼ of the quantile share each), which give the public range
-  R = [p5 − w/2, p95 + w/2], w = p95 − p5 (grid ratio :data:`UNBOUNDED_BETA`;
-  :func:`~instancedp.intervals.released_range`); then the quartiles by the
-  recursive algorithm on the rows clamped to R (½ of the share), and the mean
-  clamped to R (adaptive composition: R is a function of released values; a
-  winsorised mean, stated in the output).  The five values are sorted
-  (post-processing).
+  [lo, hi].  Without bounds, a range step first, then the bounded path on the
+  range it releases:
+
+  1. the location m — :class:`~instancedp.mechanisms.loglog.LogLogQuantile`:
+     the exponential mechanism for the median on the whole line with the
+     log-log base measure (finite mass, so no bound; Δ = ½ under add/remove,
+     the median's margin n/2 discounts the empty line); m is released as p50;
+  2. the spread S — the exponential mechanism over the cells (t_i, t_{i+1}] of
+     the grid t_i = scale·(β^i − 1) scored by their distance in ranks from the
+     median of |x − m| (the median absolute deviation's cell; a row-by-row
+     selection given the public m, Δ = ½; :func:`~instancedp.mechanisms.
+     unbounded_quantiles.spread_log_weights`); S is the cell's upper end;
+  3. B = [m − c·S, m + c·S] (:func:`bound_free_range`, c = the reach), and
+     p5, p25 and p75, p95 by the recursive algorithm on B's two halves, the
+     rows below m on [B's lower end, m] at levels 0.1, 0.5 and the rows from m
+     on [m, B's upper end] at 0.5, 0.9 (:func:`outer_quantiles`: the halves
+     are split by a public value, so a row changes one of them: parallel
+     composition, two levels);
+  4. the mean clamped to B (adaptive composition: B is a function of released
+     values; a winsorised mean, stated in the output).
+
+  Why not the bound-free quantile's AboveThreshold scan (the default of
+  ``UnboundedQuantile``): at n = 342, ε = 1, three columns, p5 and p95 got
+  about 0.03ε each, their scans 0.3 of that, over some 800 grid steps: the
+  scans stopped far below the data (the range, and every value clamped to
+  it, were garbage: 0 of 60 medians within 0.5 IQR on N(4200, 800)).  The
+  median's score (Δ = ½, margin n/2) is the sharpest one at small n, and the
+  one-step median spends all of the location's share on it; a grid median
+  (the exponential mechanism over the cells of a capped geometric grid, then
+  over the rows in the chosen cell) spent half on finding the cell: on the
+  sweep's cells the one-step median's rule score is lower and more values
+  land within 0.5 IQR (``docs/results/describe_accuracy.md``, comparisons).
+  The spread step's
+  grid is capped: rows beyond ±scale·(β^steps − 1) ≈ ±1.8·10¹⁶ from m count
+  as beyond it (a column there needs bounds).  The shares, c and the grid
+  were chosen on synthetic columns by a rule fixed before the sweep
+  (``benchmarks/describe_accuracy.py``, with the grid median as the
+  location; the one-step median was compared after it on the same cells).
+  The five values are sorted (post-processing).
 
 Error bars (``ci`` = the level; :mod:`instancedp.intervals`), each stating what
 it covers, all inside the same charge:
@@ -42,12 +77,12 @@ it covers, all inside the same charge:
 * count — the noisy count ± its Laplace quantile (exact coverage, no extra ε),
   clipped at 0; covers the column's number of non-missing rows;
 * mean — the sum ÷ count interval (post-processing of the two noisy values, no
-  extra ε); covers the mean of the rows clamped to the bounds (to R without
+  extra ε); covers the mean of the rows clamped to the bounds (to B without
   bounds: the winsorised mean);
 * the five quantiles — ONE noisy hierarchical histogram at the intervals'
   share gives all five (:func:`~instancedp.intervals.quantiles_intervals`);
   with bounds they cover the quantiles of the clamped rows; without bounds the
-  tree is drawn on R and an end that reaches R is opened to ±∞
+  tree is drawn on B and an end that reaches B is opened to ±∞
   (:func:`~instancedp.intervals.open_ends`), so they cover the rows' own
   quantiles.
 
@@ -66,11 +101,13 @@ Where the rows are read (the kind of input, a public fact; never n):
   ranges (cells whose minimum equals their maximum need no read; cells
   holding more than :data:`FETCH_ROWS` rows are split in one more pass, or
   the window goes to the engine's ``order_window``).  Without bounds, the
-  bound-free p5/p95 step reads one ``log_bins`` aggregate per column (the rows'
-  cells on the scan's geometric grid: the scans' exact counts, and a rank index
-  whose two second-stage windows are fetched in one ``range_values`` pass;
-  :func:`~instancedp.sources.unbounded_readers`): no column is read into
-  memory;
+  range step reads one ``log_bins`` aggregate per column (the rows' cells on
+  a geometric grouping: n, and a rank index whose cells are small enough that
+  the median's window is fetched in one ``range_values`` pass, with no
+  refining pass; :meth:`ColumnData.log_bins_reader`) and one exact histogram
+  at the spread step's points m ± t_i that fall inside a cell; the outer
+  quantiles' windows on B come in one ``range_values`` pass
+  (:func:`_outer_hint`): no column is read into memory;
 * **an in-memory frame** — one column at a time as a sorted array; the same
   code (:func:`column_release`) reads it by slicing.
 
@@ -104,6 +141,24 @@ SPLIT: dict[str, float] = {"quantiles": 0.5, "sum": 0.25, "count": 0.25}
 #: … and with error bars: the quantiles' intervals take a quarter of their share
 SPLIT_CI: dict[str, float] = {"quantiles": 0.375, "intervals": 0.125, "sum": 0.25,
                               "count": 0.25}
+#: a column without bounds, with error bars: the location (the median, released as
+#: p50), the spread scan, the four outer quantiles on B, the error bars' tree, the
+#: sum and the count (module docstring) …
+SPLIT_FREE_CI: dict[str, float] = {"location": 0.3, "spread": 0.15, "quantiles": 0.25,
+                                   "intervals": 0.1, "sum": 0.1, "count": 0.1}
+
+
+def column_split(bounded: bool, level: float | None) -> dict[str, float]:
+    """A column's within-column split (public: whether it has bounds, whether there
+    are error bars)."""
+    if bounded:
+        return SPLIT if level is None else SPLIT_CI
+    if level is not None:
+        return SPLIT_FREE_CI
+    # without error bars the tree's share goes to the outer quantiles
+    out = {k: v for k, v in SPLIT_FREE_CI.items() if k != "intervals"}
+    out["quantiles"] = SPLIT_FREE_CI["quantiles"] + SPLIT_FREE_CI["intervals"]
+    return out
 #: the default confidence level of describe's error bars
 DEFAULT_LEVEL = 0.95
 #: describe's noisy tree: 32² = 1,024 cells (1,056 exact noises per column, a
@@ -113,14 +168,17 @@ TREE: tuple[int, int] = (32, 2)
 COVERS: dict[str, str] = {
     "count": "the column's number of non-missing rows",
     "mean": "the mean of the non-missing rows clamped to the bounds (without bounds: "
-            "to the released range R, a winsorised mean)",
+            "to the released range B, or R, a winsorised mean)",
     "quantiles": "each level's empirical quantile x_(⌈q·n⌉) of the non-missing rows "
-                 "(clamped to the bounds where given; without bounds an end reaching R "
+                 "(clamped to the bounds where given; without bounds an end reaching B "
                  "is infinite)",
 }
-#: the bound-free grid's ratio in describe: 1% steps (the scan's length, and its
-#: secure draws, grow like log(|value|)/log(beta); 1.001 is ten times slower)
-UNBOUNDED_BETA = 1.01
+#: the bound-free range step (no bounds for a column): its shares of the quantile
+#: share (the rest goes to the five quantiles on the range B), the spread step's coarse
+#: public grid scale·(β^i − 1), and B's reach in spread units
+#: (``benchmarks/describe_accuracy.py`` chose them; module docstring)
+BOUND_FREE: dict[str, Any] = {"beta": 2.0, "scale": 2.0 ** -10, "steps": 64,
+                              "reach": 3.0, "mean_range": "B"}
 #: declared types that are numbers (one home: the DuckDB backend's)
 _NUMERIC = NUMERIC_TYPES
 
@@ -298,10 +356,10 @@ def describe(
     chosen, rule = numeric_columns(data, columns)
     col_bounds = _check_bounds(bounds, chosen)
     eps_col = eps / len(chosen)
-    split = SPLIT if level is None else SPLIT_CI
-    shares = {k: v * eps_col for k, v in split.items()}
-    plans = {col: column_plan(col_bounds.get(col), shares, rel) for col in chosen}
-    parts = [PureDP(shares[k]) for _ in chosen for k in split]
+    splits = {col: column_split(col in col_bounds, level) for col in chosen}
+    shares = {col: {k: v * eps_col for k, v in splits[col].items()} for col in chosen}
+    plans = {col: column_plan(col_bounds.get(col), shares[col], rel) for col in chosen}
+    parts = [PureDP(shares[c][k]) for c in chosen for k in splits[c]]
     total = compose(parts)  # basic composition: exact for pure parts
     guarantee = PureDP(eps)
     parameters: dict[str, Any] = {
@@ -312,23 +370,49 @@ def describe(
         "levels": list(LEVELS),
         "split": {
             "per_column": eps_col,
-            "within_column": dict(split),
+            "within_column": dict(column_split(True, level)),
             "composition": f"basic (pure ε parts sum to {total.epsilon:.12g})",
         },
         "bounds": {c: (list(p["bounds"]) if p["bounds"] else None) for c, p in plans.items()},
         "mechanisms": {
             c: {
                 "quantiles": p["quantiles"].name if p["bounds"] else (
-                    "unbounded_quantiles (p5, p95; ½ of the quantile share), then "
-                    "recursive_quantiles (p25, p50, p75; ½) on R = [p5 − w/2, p95 + w/2], "
-                    "w = p95 − p5"),
-                "mean": "sum_over_count" + ("" if p["bounds"] else ", clamped to R"),
+                    "loglog_quantile (p50 = m), then recursive_quantiles on the halves of "
+                    "B = [m − c·S, m + c·S] below and from m (p5, p25; p75, p95), S from "
+                    "the spread step: the exponential mechanism over the grid's cells "
+                    "for the median of |x − m|"),
+                "mean": "sum_over_count" + ("" if p["bounds"] else (
+                    ", clamped to B" if BOUND_FREE["mean_range"] == "B" else
+                    ", clamped to R")),
                 "count": "the mean's noisy count, rounded, at least 0",
             }
             for c, p in plans.items()
         },
         "input_policy": {"missing": "drop", "out_of_range": "clamp to the bounds"},
     }
+    free = {c: p for c, p in plans.items() if p["bounds"] is None}
+    if free:
+        loc = next(iter(free.values()))["location"]
+        parameters["split"]["within_column_bound_free"] = dict(column_split(False, level))
+        parameters["bound_free"] = {
+            "columns": list(free),
+            # the quantile share's parts (ε per column), adding up to it
+            "location": {"mechanism": loc.name, **loc.parameters()},
+            "spread": {"mechanism": "exponential over the grid's cells (t_i, t_i+1]",
+                       "score": "ranks from the median of |x − m|",
+                       "grid": {"kind": "geometric", "beta": BOUND_FREE["beta"],
+                                "scale": BOUND_FREE["scale"], "steps": BOUND_FREE["steps"]}},
+            "range": f"B = [m − c·S, m + c·S], c = {BOUND_FREE['reach']:g}, S = the "
+                     "upper end of the spread step's cell",
+            "outer_quantiles": "recursive_quantiles on [B's lower end, m] (levels 0.1, "
+                               "0.5 of the rows below m) and [m, B's upper end] (0.5, 0.9 "
+                               "of the rows from m): parallel halves, two levels",
+            "mean": "sum_over_count clamped to " + (
+                "B" if BOUND_FREE["mean_range"] == "B" else
+                "R = [p5 − w/2, p95 + w/2] ∩ B, w = p95 − p5"),
+            "composition": "adaptive sequential: location, spread given m, outer "
+                           "quantiles given B, then the tree, sum and count",
+        }
     if level is not None:
         from .intervals import CDF, RATIO
 
@@ -338,7 +422,8 @@ def describe(
             "method": {"count": "laplace noise quantile (exact)", "mean": RATIO,
                        "quantiles": f"{CDF} (one tree of {TREE[0]}^{TREE[1]} cells for "
                                     "the five levels)"},
-            "epsilon_per_column": shares["intervals"],
+            "epsilon_per_column": eps_col * SPLIT_CI["intervals"],
+            "epsilon_per_column_bound_free": eps_col * SPLIT_FREE_CI["intervals"],
             "coverage": "each interval separately, at the level",
         }
     session.ledger.price(session.dataset_id, guarantee, None)  # CompositionError early
@@ -355,7 +440,7 @@ def describe(
                     from .io import AnalystQuery
 
                     cd = ColumnData(np.sort(AnalystQuery(data, column=col).read()))
-                rows_col, rec = column_release(cd, col, plans[col], shares, source,
+                rows_col, rec = column_release(cd, col, plans[col], shares[col], source,
                                                NoisySumOverCount, level)
                 rows.append(rows_col)
                 records[col] = rec
@@ -404,12 +489,30 @@ def column_plan(
         qmech = build_quantiles_mechanism(
             LEVELS, shares["quantiles"], mechanism="recursive", bounds=bounds,
             neighbours=relation)
-    else:  # the outer pair bound-free; the quartiles once the range is released
-        from .mechanisms.unbounded_quantiles import UnboundedQuantiles
+    else:  # the range B first (location, then spread); the five quantiles on B later
+        from .mechanisms.loglog import LogLogQuantile
 
-        qmech = UnboundedQuantiles((LEVELS[0], LEVELS[-1]), shares["quantiles"] / 2,
-                                   neighbours=relation, beta=UNBOUNDED_BETA)
+        loc = LogLogQuantile(0.5, shares["location"], neighbours=relation)
+        return {"bounds": None, "location": loc, "spread": shares["spread"],
+                "relation": relation}
     return {"bounds": bounds, "quantiles": qmech, "relation": relation}
+
+
+def bound_free_range(centre: float, spread_index: int) -> tuple[float, float]:
+    """B = [m − c·S, m + c·S]: m the released location, S = t_{i+1} the upper end of
+    the spread step's released cell i (≥ t_1, the grid's scale: never an empty
+    range), c the reach (:data:`BOUND_FREE`); a public function of released values,
+    inside the doubles."""
+    from .mechanisms.unbounded import geometric_candidates
+
+    beta, scale = BOUND_FREE["beta"], BOUND_FREE["scale"]
+    step = float(geometric_candidates(spread_index + 1, 1, beta, scale)[0])
+    reach = BOUND_FREE["reach"] * step
+    big = float(np.finfo(np.float64).max)
+    lo, hi = max(centre - reach, -big), min(centre + reach, big)
+    if not hi > lo:  # m ± c·S rounds to m (|m| ≫ S): the neighbouring doubles
+        lo, hi = float(np.nextafter(centre, -np.inf)), float(np.nextafter(centre, np.inf))
+    return lo, hi
 
 
 # -- reading a column: in memory, or from an engine's aggregates -------------------------
@@ -508,9 +611,16 @@ class IndexedColumn:
         return True
 
     def _fetch(self, need: list[int]) -> None:
-        """Read the rows of the cells ``need`` (not known yet) in one pass."""
+        """Read the rows of the cells ``need`` (not known yet) in one pass: one value
+        range over all of them when the cells between hold at most :data:`FETCH_ROWS`
+        rows in all (an engine scans one range much faster than many), else one per run
+        of consecutive cells."""
         runs: list[list[int]] = []
-        for c in need:  # consecutive cells: one value range [min of the first, max of the last]
+        if int(self.cum[need[-1] + 1] - self.cum[need[0]]) <= FETCH_ROWS:
+            need = [c for c in range(need[0], need[-1] + 1) if self.counts[c] > 0]
+            runs.append(need)  # ordered, value-disjoint cells: [min first, max last] holds them
+        for c in need if not runs else []:
+            # consecutive cells: one value range [min of the first, max of the last]
             if runs and runs[-1][-1] == c - 1:
                 runs[-1].append(c)
             else:
@@ -568,6 +678,12 @@ class IndexedColumn:
         return np.diff(np.append(below, self.n))
 
 
+#: the range step's rank index out of core: ``log_bins`` on the grid's ratio β^(1/k),
+#: k = this (cells 1/k of a grid step wide: the location's window reads small cells,
+#: with no refining pass at 10^6 rows; at most 2·k·1,063 labels, whatever n is)
+INDEX_SUBSTEPS = 256
+
+
 class ColumnData:
     """What :func:`column_release` reads: the column in memory (a sorted array) or on
     an engine (``source`` and ``column``).  Both give the same values to the same
@@ -577,18 +693,60 @@ class ColumnData:
                  column: str | None = None, data: Any = None) -> None:
         self.x, self.source, self.column, self.data = x, source, column, data
 
-    def bound_free(self, mech: Any, rs: Any) -> Any:
-        """The bound-free p5 and p95 (:class:`~instancedp.mechanisms.unbounded_quantiles.
-        UnboundedQuantiles`): each part released from the engine's aggregates
-        (:func:`~instancedp.sources.release_from_source`: the same draws as in memory)."""
-        if self.source is not None:
-            from .sources import unbounded_readers
+    def bound_free(self, plan: dict[str, Any], rs: Any) -> dict[str, Any]:
+        """The bound-free range step (module docstring): the location m (the one-step
+        bound-free median, :class:`~instancedp.mechanisms.loglog.LogLogQuantile`, drawn
+        in stages: a window of order statistics around rank n/2), then the spread
+        step around m (:func:`~instancedp.mechanisms.unbounded_quantiles.spread_index`)
+        on counts #{x ≤ t}.  In memory both read the sorted rows; on an engine ONE
+        ``log_bins`` aggregate gives n, a rank index whose median window is fetched in
+        one ``range_values`` pass (:meth:`log_bins_reader`), and the counts
+        (:class:`~instancedp.mechanisms.unbounded.BinnedRankCounts`: exact, one
+        histogram where a cell straddles a threshold) — the same values and
+        integers, so the same draws."""
+        from .mechanisms.unbounded import RankCounts
+        from .mechanisms.unbounded_quantiles import spread_index
 
-            # both parts scan the same public grid: the counts one scan read serve the other
-            counts, clamped = unbounded_readers(self.source, self.column, mech._parts)
-            values = [p.draw_from(counts, clamped, rs) for p in mech._parts]
-            return mech._record(np.sort(np.array(values, dtype=np.float64)), rs)
-        return mech.release(self.x, rng=rs)
+        loc = plan["location"]
+        if self.source is not None:
+            counts, read, n = self.log_bins_reader(loc)
+            m = loc._draw(loc.pieces(n, read), rs)
+        else:
+            counts = RankCounts(self.x)
+            m = loc._draw(loc._weights(self.x), rs)
+        j = spread_index(counts, m, plan["spread"], plan["relation"], BOUND_FREE["beta"],
+                         BOUND_FREE["scale"], BOUND_FREE["steps"], rs)
+        lo, hi = bound_free_range(m, j)
+        return {"location": float(m), "spread_index": int(j), "range": [lo, hi]}
+
+    def log_bins_reader(self, loc: Any) -> tuple[Any, Any, int]:
+        """(counts, rank reader, n) of the column on its engine from ONE ``log_bins``
+        aggregate on a grouping :data:`INDEX_SUBSTEPS` times finer than the range
+        step's grid (small cells: the location's window is fetched without a refining
+        pass).  The reader gives the rows at ranks [a, b), padded with the location's
+        support ends (±max double) outside [0, n), as its in-memory read does."""
+        from .backends.numpy import pad_window
+        from .mechanisms.quantile import PieceSet, score_sensitivity
+        from .mechanisms.unbounded import BinnedRankCounts
+
+        cells = self.source.log_bins(self.column, BOUND_FREE["beta"] ** (1 / INDEX_SUBSTEPS),
+                                     BOUND_FREE["scale"])
+        counts = BinnedRankCounts(
+            cells, lambda edges: self.source.histogram(self.column, edges))
+        big = float(np.finfo(np.float64).max)
+        index = IndexedColumn(self.source, self.column, -big, big, cells=cells)
+        n = index.n
+        # a read hint (which rows are fetched, never a value read or drawn)
+        start, stop = PieceSet.window_pieces(n, loc.q, loc.epsilon,
+                                             score_sensitivity(loc.q, loc.neighbours))
+        index.prefetch([(max(start - 1, 0), min(stop, n))])
+
+        def read(a: int, b: int) -> np.ndarray:
+            first = min(max(a, 0), n)
+            inside = index.read(first, min(max(b, 0), n)) + 0.0
+            return pad_window(inside, a, b, loc.lower, loc.upper, offset=first, n=n)
+
+        return counts, read, n
 
     def clamped(self, lo: float, hi: float) -> tuple[int, int | None, Any, Any]:
         """(n, exact shifted clamped sum, rank reader, tree leaves function) on [lo, hi]."""
@@ -630,31 +788,34 @@ def column_release(
     p95 first where there are no bounds), the sum's noise, the count's, the
     error bars' tree."""
     from .queries.means import fixed_point_exponent, fixed_point_value
-    from .recipes import build_quantiles_mechanism
 
     if not isinstance(data, ColumnData):
         data = ColumnData(np.sort(np.asarray(data, dtype=np.float64)))
     records: dict[str, Any] = {}
     if plan["bounds"] is not None:
         lo, hi = plan["bounds"]
-        qmech, outer = plan["quantiles"], None
-    else:  # a public function of released values: the winsorising range R
-        from .intervals import released_range
-
-        rec = data.bound_free(plan["quantiles"], source)
-        records["quantiles"] = rec.to_dict()
-        outer = [float(v) for v in rec.value]
-        lo, hi = released_range([outer[0], outer[-1]])
-        qmech = build_quantiles_mechanism(
-            LEVELS[1:-1], shares["quantiles"] / 2, mechanism="recursive", bounds=(lo, hi),
-            neighbours=plan["relation"])
+        qmech = plan["quantiles"]
+    else:  # B: a public function of the range step's released values
+        records["range"] = data.bound_free(plan, source)
+        lo, hi = records["range"]["range"]
+        m = records["range"]["location"]
     n, total, reader, leaves = data.clamped(lo, hi)
-    reader.prefetch(_rank_windows(qmech, n))
-    q = qmech._record(qmech.draw_from(n, reader, source), source)
-    records["quartiles" if outer else "quantiles"] = q.to_dict()
-    qs = [float(v) for v in q.value]
-    if outer:
-        qs = sorted([outer[0], *qs, outer[-1]])
+    if plan["bounds"] is not None:
+        reader.prefetch(_rank_windows(qmech, n))
+        q = qmech._record(qmech.draw_from(n, reader, source), source)
+        records["quantiles"] = q.to_dict()
+        qs = [float(v) for v in q.value]
+    else:  # the location is p50; the outer four by the recursion on B's two halves
+        outer = outer_quantiles(n, reader, (lo, hi), m, shares["quantiles"],
+                                plan["relation"], source)
+        records["outer_quantiles"] = outer
+        qs = sorted([outer[0], outer[1], m, outer[2], outer[3]])
+        if BOUND_FREE["mean_range"] == "R":  # a tighter clamp: one more pass
+            from .intervals import released_range
+
+            lo, hi = released_range([qs[0], qs[-1]])
+            lo, hi = max(lo, records["range"]["range"][0]), min(hi, records["range"]["range"][1])
+            n, total, reader, leaves = data.clamped(lo, hi)
     # ε_sum + ε_count = 2·¼ of the column's ε; split ½ within the sum-count mean
     mean_mech = sum_count(lo, hi, shares["sum"] + shares["count"],
                           split=shares["sum"] / (shares["sum"] + shares["count"]))
@@ -662,7 +823,8 @@ def column_release(
     s_value = fixed_point_value(total, fixed_point_exponent(lo, hi, shift=True))
     s = mean_mech._sum._draw(s_value, source, None)
     c = mean_mech._count._draw(float(n), source, None)
-    mean = lo + min(max(s / max(c, 1.0), 0.0), mean_mech.range)
+    # lo + (hi − lo) may round above hi: the clamped mean lies in [lo, hi]
+    mean = min(lo + min(max(s / max(c, 1.0), 0.0), mean_mech.range), hi)
     row: dict[str, Any] = {"column": col, "count": max(0, int(round(c))), "mean": float(mean)}
     row.update(dict(zip(QUANTILE_NAMES, qs, strict=True)))
     if level is not None:
@@ -673,13 +835,111 @@ def column_release(
     return row, records
 
 
+#: the outer levels on B's halves: (p5, p25) of the rows below m and (p75, p95) of
+#: the rows from m on, as levels of each half (Kaplan, Schnapp & Stemmer 2022's
+#: children of a root at the median)
+HALF_LEVELS: tuple[tuple[float, float], tuple[float, float]] = ((0.1, 0.5), (0.5, 0.9))
+
+
+class _Offset:
+    """A rank reader over ranks [offset, …) of another (one half of a column)."""
+
+    def __init__(self, reader: Any, offset: int) -> None:
+        self.reader, self.offset = reader, offset
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        return self.reader.read(self.offset + start, self.offset + stop)
+
+    def prefetch(self, windows: list[tuple[int, int]]) -> None:
+        self.reader.prefetch([(a + self.offset, b + self.offset) for a, b in windows])
+
+
+def rank_below(reader: Any, n: int, v: float) -> int:
+    """#{rows < v} among the n sorted rows ``reader`` reads by rank (bisection on
+    single ranks; an index's cells first where the reader has one)."""
+    left, right = 0, n
+    if isinstance(reader, IndexedColumn):  # the cell holding v bounds the bisection
+        c = int(np.searchsorted(reader.edges, v, side="right")) - 1
+        c = min(max(c, 0), reader.counts.size - 1)
+        left, right = int(reader.cum[c]), int(reader.cum[c + 1])
+        if reader.counts[c] == 0 or reader.mins[c] >= v:
+            return left
+        if reader.maxs[c] < v:
+            return right
+    elif hasattr(reader, "x"):
+        return int(np.searchsorted(reader.x, v, side="left"))
+    while left < right:
+        mid = (left + right) // 2
+        if reader.read(mid, mid + 1)[0] < v:
+            left = mid + 1
+        else:
+            right = mid
+    return left
+
+
+def outer_quantiles(n: int, reader: Any, bounds: tuple[float, float], m: float,
+                    epsilon: float, relation: str, source: Any) -> list[float]:
+    """p5, p25, p75, p95 given the released median m: the rows below m and the rows
+    from m on are split by a public value, so each half runs the recursive algorithm
+    (:func:`~instancedp.mechanisms.recursive_quantiles.recursive_draw`: two levels,
+    ε₀ each) and a row changes one half only: ε = 2·ε₀ under add/remove (parallel
+    composition across the halves, sequential over the two levels; twice that under
+    substitution, as :class:`~instancedp.mechanisms.recursive_quantiles.
+    RecursiveQuantiles`).  The left half's draws come first."""
+    from .mechanisms.recursive_quantiles import recursion_depth, recursive_draw
+
+    lo, hi = bounds
+    m = min(max(m, lo), hi)
+    eps0 = epsilon / (recursion_depth(2) * (2 if relation == "substitution" else 1))
+    if isinstance(reader, IndexedColumn):
+        reader.prefetch(_outer_hint(reader, m, eps0))
+    cut = rank_below(reader, n, m)
+    left = recursive_draw(HALF_LEVELS[0], lo, m, eps0, cut, _Offset(reader, 0), source)
+    right = recursive_draw(HALF_LEVELS[1], m, hi, eps0, n - cut, _Offset(reader, cut), source)
+    return [float(v) for v in (*left, *right)]
+
+
+def _outer_hint(index: IndexedColumn, m: float, eps0: float) -> list[tuple[int, int]]:
+    """A read hint for :func:`outer_quantiles` on an engine (which rows are fetched in
+    ONE ``range_values`` pass, never a value read or drawn): the index cell holding m
+    (the cut's bisection), and windows around the four levels' target ranks in the
+    whole column for every cut that cell allows, widened by half a window for the
+    second level's shift.  Dropped (the second level's first) when its cells hold
+    more than :data:`FETCH_ROWS` rows: a hint never costs a refining pass."""
+    from .mechanisms.quantile import PieceSet
+
+    n = index.n
+    c = int(np.searchsorted(index.edges, m, side="right")) - 1
+    c = min(max(c, 0), index.counts.size - 1)
+    cut_lo, cut_hi = int(index.cum[c]), int(index.cum[c + 1])
+    start, stop = PieceSet.window_pieces(n, 0.5, eps0, 1.0)
+    pad = (stop - start) // 2 + (stop - start) // 4
+
+    def around(q: float, right: bool) -> tuple[int, int]:
+        a = cut_lo + q * (n - cut_lo) if right else q * cut_lo
+        b = cut_hi + q * (n - cut_hi) if right else q * cut_hi
+        return max(int(math.floor(min(a, b))) - pad, 0), min(int(math.ceil(max(a, b))) + pad, n)
+
+    first = [around(HALF_LEVELS[0][0], False), around(HALF_LEVELS[1][0], True)]
+    second = [around(HALF_LEVELS[0][1], False), around(HALF_LEVELS[1][1], True)]
+    for hint in ([(cut_lo, cut_hi), *first, *second], [(cut_lo, cut_hi), *first],
+                 [(cut_lo, cut_hi)]):
+        cells: set[int] = set()
+        for a, b in hint:
+            if b > a:
+                cells.update(index._cells(a, b))
+        if int(sum(index.counts[k] for k in cells if not index._known(k))) <= FETCH_ROWS:
+            return hint
+    return []
+
+
 def _column_intervals(
     leaves: Any, s: float, c: float, qs: list[float], mean_mech: Any, plan: dict[str, Any],
     clamp: tuple[float, float], shares: dict[str, float], level: float, source: Any,
 ) -> dict[str, list[float]]:
     """[lower, upper] per statistic (module docstring): count and mean by
     post-processing the noisy sum and count, the five quantiles from one noisy
-    tree at the intervals' share (on the bounds, or on R with open ends)."""
+    tree at the intervals' share (on the bounds, or on B (R) with open ends)."""
     from .intervals import (
         chart_scale_for,
         noise_interval,
@@ -693,6 +953,11 @@ def _column_intervals(
     m_lo, m_hi = ratio_interval(s, c, mean_mech._sum.scale, mean_mech._count.scale,
                                 clamp[0], mean_mech.range, level)
     lo, hi = clamp
+    # the clamped mean lies in [lo, hi]; an end computed as lo + range·1 may round a few
+    # ulps inside hi (and the truth can be hi exactly: every row clamped there)
+    tol = 8 * float(np.spacing(max(abs(lo), abs(hi))))
+    m_lo = lo if m_lo <= lo + tol else m_lo
+    m_hi = hi if m_hi >= hi - tol else m_hi
     pairs, _ = quantiles_intervals(
         None, LEVELS, lower=lo, upper=hi, neighbours=plan["relation"],
         epsilon=shares["intervals"], level=level, chart_scale=chart_scale_for(lo, hi),
@@ -704,6 +969,26 @@ def _column_intervals(
     out.update({name: [float(a), float(b)]
                 for name, (a, b) in zip(QUANTILE_NAMES, pairs, strict=True)})
     return out
+
+
+def describe_column(x: Any, epsilon: float, *, bounds: tuple[float, float] | None = None,
+                    ci: float | None = DEFAULT_LEVEL, rng: Any = None) -> dict[str, Any]:
+    """One column's row of :func:`describe` at the column's ε (describe gives each of
+    k columns ε/k): the same plan and draws as describe on a one-column table of the
+    finite values ``x`` with the same seed (benchmarks and tests call it without a
+    session; it charges nothing)."""
+    from .intervals import check_level
+    from .mechanisms.sum_count import NoisySumOverCount
+    from .random import resolve
+
+    level = None if ci is None else check_level(ci)
+    eps = _validate.epsilon(epsilon)
+    shares = {k: v * eps for k, v in column_split(bounds is not None, level).items()}
+    plan = column_plan(None if bounds is None else _validate.bounds(*bounds), shares,
+                       "add_remove")
+    row, _ = column_release(np.sort(np.asarray(x, dtype=np.float64)), "x", plan, shares,
+                            resolve(rng), NoisySumOverCount, level)
+    return row
 
 
 def print_table(result: DescribeResult, title: str | None = None) -> None:
@@ -729,7 +1014,15 @@ def print_table(result: DescribeResult, title: str | None = None) -> None:
     console.print(table)
     split = p["split"]
     say = print  # plain lines: the mechanism descriptions contain brackets
-    within = ", ".join(f"{_share(v)} {k}" for k, v in split["within_column"].items())
+    kinds = []
+    if any(p["bounds"][c] for c in p["columns"]):
+        kinds.append(("with bounds" if "within_column_bound_free" in split else "",
+                      split["within_column"]))
+    if "within_column_bound_free" in split:
+        kinds.append(("without bounds", split["within_column_bound_free"]))
+    within = "; ".join(
+        (f"{label}: " if label and len(kinds) > 1 else "")
+        + ", ".join(f"{_share(v)} {k}" for k, v in shares.items()) for label, shares in kinds)
     say(
         f"split      ε = {_fmt(p['epsilon'])}: {_fmt(split['per_column'])} per column "
         f"({len(p['columns'])} columns), within a column {within}; one ledger charge"

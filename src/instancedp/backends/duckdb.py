@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import ParameterError, SchemaError
 from .sql import Dialect, SQLEngine
 
@@ -132,7 +134,12 @@ def connect(
                     [columns[n].tolist() for n in names])
         return "instancedp_lookup"
 
-    engine = SQLEngine(DIALECT, execute, relation, cols, lookup_table=lookup_table)
+    def fetch_doubles(query: str, params: list) -> np.ndarray:
+        out = next(iter(con.execute(query, params).fetchnumpy().values()))
+        return np.asarray(out, dtype=np.float64)
+
+    engine = SQLEngine(DIALECT, execute, relation, cols, lookup_table=lookup_table,
+                       fetch_doubles=fetch_doubles)
     engine.connection = con  # type: ignore[attr-defined]
     # the declared types (public: the schema; for CSV, what DuckDB's sniffer made of it)
     engine.declared = {str(r[0]): str(r[1]) for r in described}  # type: ignore[attr-defined]

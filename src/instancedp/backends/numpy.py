@@ -377,13 +377,11 @@ def pad_window(
 ) -> np.ndarray:
     """Values at ranks [start, stop) from ``inside`` (sorted values at ranks ≥ offset)."""
     out = np.empty(stop - start, dtype=np.float64)
-    for pos, r in enumerate(range(start, stop)):
-        if r < 0:
-            out[pos] = lo
-        elif r >= n:
-            out[pos] = hi
-        else:
-            out[pos] = inside[r - offset]
+    r = np.arange(start, stop)
+    below, above = r < 0, r >= n
+    out[below], out[above] = lo, hi
+    mid = ~(below | above)
+    out[mid] = np.asarray(inside, dtype=np.float64)[r[mid] - offset]
     return out
 
 

@@ -217,6 +217,9 @@ class SQLEngine:
     # Registers a small constant relation (columns name → int64/float64 arrays) and returns
     # its name; engines without one inline the edges as VALUES.
     lookup_table: Callable[[dict[str, np.ndarray]], str] | None = None
+    # Runs a one-column query and returns its values as float64 (e.g. DuckDB's columnar
+    # fetch: no Python tuple per row); engines without one build the array from rows.
+    fetch_doubles: Callable[[str, list], np.ndarray] | None = None
 
     # -- building blocks -------------------------------------------------
     def _col(self, column: str | None) -> str:
@@ -515,8 +518,10 @@ class SQLEngine:
         p: list = []
         src = self._clamped(column, lo, hi, missing, p)
         where = " OR ".join(f"(x >= {d.lit(a, p)} AND x <= {d.lit(b, p)})" for a, b in ranges)
-        rows = self.execute(f"SELECT x FROM {src} WHERE {where} ORDER BY x", p)
-        return np.array([r[0] for r in rows], dtype=np.float64)
+        sql = f"SELECT x FROM {src} WHERE {where} ORDER BY x"
+        if self.fetch_doubles is not None:
+            return self.fetch_doubles(sql, p)
+        return np.array([r[0] for r in self.execute(sql, p)], dtype=np.float64)
 
     def _label_groups(self, column, lo, hi, missing, a: float, b: float) -> list | None:
         """(label, count, min, max) of the rows in [a, b], labels ⌊(x − a)·B/(b − a)⌋, sorted."""

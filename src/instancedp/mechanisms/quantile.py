@@ -488,6 +488,16 @@ class PieceSet:
     order statistics only when its exact inversion needs them.  Both draw from
     the same exact law.  n is used inside the score only (its change is covered
     by Δ) and to place the window; it never reaches the record.
+
+    When the target's piece has length 0 (the target rank lies inside a run of
+    equal rows: ties, or rows clamped to a bound), the weight lies beyond the
+    run's two ends, possibly far outside the window: the run's ends are found
+    (a galloping search, single order statistics) and the window becomes the
+    pieces within the same half-width beyond each end, the run between them one
+    block of length 0 (``blocks``: nothing of it is read).  Otherwise the lazy
+    draw would read, one order statistic at a time, every piece of the
+    continuous rows beside the run that holds weight.  Only which reads happen
+    depends on this, never the law.
     """
 
     def __init__(self, n: int, q: float, epsilon: float, delta: float,
@@ -499,18 +509,78 @@ class PieceSet:
         self.start, self.stop = self.window_pieces(n, q, epsilon, delta)
         self.window = self._edges(self.start, self.stop + 1)
         self.full = self.start == 0 and self.stop == n + 1
+        #: the piece index of each window edge when the window skips a run of ties
+        self.blocks: np.ndarray | None = None
         if self.full:
             i = np.arange(n + 1)
             self.log_weights = -epsilon * np.abs(i - q * n) / (2 * delta)
+        else:
+            self._around_ties(self._half(epsilon, delta))
+
+    @staticmethod
+    def _half(epsilon: float, delta: float) -> int:
+        a = epsilon / (2.0 * delta)
+        return int(min(math.ceil(WINDOW_EXPONENT / a), MAX_HALF_WINDOW))
 
     @staticmethod
     def window_pieces(n: int, q: float, epsilon: float, delta: float) -> tuple[int, int]:
         """The pieces [start, stop) read up front (boundaries start … stop: the values at
         ranks start − 1 … stop − 1); public constants around the target rank."""
-        a = epsilon / (2.0 * delta)
-        half = int(min(math.ceil(WINDOW_EXPONENT / a), MAX_HALF_WINDOW))
+        half = PieceSet._half(epsilon, delta)
         centre = min(max(round(q * n), 0), n)
         return max(0, centre - half), min(n + 1, centre + half + 1)
+
+    def _around_ties(self, half: int) -> None:
+        """Re-place the window around a run of ties holding the target's piece (the
+        class docstring)."""
+        centre = min(max(round(self.q * self.n), self.start), self.stop - 1)
+        k = centre - self.start
+        v = float(self.window[k])
+        if float(self.window[k + 1]) != v:
+            return
+        lo, hi = self._run_end(v, -1), self._run_end(v, 1)  # boundaries lo … hi equal v
+        a0, b1 = max(lo - half, 0), min(hi + half, self.n + 1)
+        if hi - lo <= 2 * half:  # a short run: one contiguous window around it
+            self.start, self.stop = a0, b1
+            self.window = self._edges(a0, b1 + 1)
+            return
+        left, right = self._edges(a0, lo + 1), self._edges(hi, b1 + 1)
+        self.start, self.stop = a0, b1
+        self.window = np.concatenate((left, right))
+        self.blocks = np.concatenate((np.arange(a0, lo + 1), np.arange(hi, b1 + 1)))
+
+    def _run_end(self, v: float, step: int) -> int:
+        """The farthest boundary from the window's run of edges equal to ``v`` in the
+        direction ``step`` (−1 down, +1 up): the window first, then a galloping search
+        and a bisection on single order statistics beyond it."""
+        w, s, last = self.window, self.start, self.n + 1
+        if step < 0:
+            j = s + int(np.searchsorted(w, v, side="left"))
+            if j > s or s == 0:
+                return j
+            known, limit = s, 0
+        else:
+            j = s + int(np.searchsorted(w, v, side="right")) - 1
+            if j < self.stop or self.stop == last:
+                return j
+            known, limit = self.stop, last
+        d = 1
+        while True:  # gallop: edge(known) == v
+            probe = known + step * d
+            probe = max(probe, limit) if step < 0 else min(probe, limit)
+            if self._edge(probe) != v:
+                break
+            known = probe
+            if probe == limit:
+                return known
+            d *= 2
+        while abs(probe - known) > 1:  # edge(known) == v != edge(probe)
+            mid = (probe + known) // 2
+            if self._edge(mid) == v:
+                known = mid
+            else:
+                probe = mid
+        return known
 
     def _edges(self, i: int, j: int) -> np.ndarray:
         """Chart coordinates of piece boundaries i … j − 1 (boundary i: the value at rank i − 1)."""
@@ -534,18 +604,22 @@ class PieceSet:
         """(i, u): the piece drawn and the point in it (chart coordinates)."""
         if self.full:
             return sample_piece(self.log_weights, self.window, source)
-        i = np.arange(self.start, self.stop, dtype=np.float64)
+        i = (np.arange(self.start, self.stop) if self.blocks is None
+             else self.blocks[:-1]).astype(np.float64)
         # the same float operations as log_weight, at once for the window
         window_ld = -self.epsilon * np.abs(i - self.q * self.n) / (2 * self.delta)
         return sample_piece_lazy(
             self.log_weight, self._edge, self.n + 1,
-            self.start, self.window, source, window_ld,
+            self.start, self.window, source, window_ld, window_pieces=self.blocks,
         )
 
     def edge(self, i: int) -> float:
         """Boundary i in chart coordinates (from the window when it holds it)."""
         if self.start <= i <= self.stop:
-            return float(self.window[i - self.start])
+            if self.blocks is None:
+                return float(self.window[i - self.start])
+            # inside the run of ties every boundary equals its ends
+            return float(self.window[int(np.searchsorted(self.blocks, i, side="right")) - 1])
         return self._edge(i)
 
 

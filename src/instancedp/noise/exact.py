@@ -884,11 +884,20 @@ def sample_piece_lazy(
     window_edges: Any,
     rng: Any = None,
     window_log_density: Any = None,
+    window_pieces: Any = None,
 ) -> tuple[int, float]:
     """:func:`sample_piece` over m pieces whose edges are read only where needed.
 
     ``window_log_density`` (optional): the floats ``log_density(i)`` of the
     window's pieces s … t − 1, computed at once by the caller (the same values).
+
+    ``window_pieces`` (optional): the window as blocks: increasing piece indices
+    p_0 = s < … < p_K = t, one per window edge (``window_edges[k]`` is a_{p_k});
+    block k holds the pieces [p_k, p_{k+1}).  A block of more than one piece
+    must have equal end edges (a run of equal values: weight exactly 0, never
+    drawn, none of its edges read), so a window may hold the two ends of a long
+    run of ties without its middle; ``window_log_density`` then has one value
+    per block (its first piece's).  Default: every window piece its own block.
 
     Piece i has log-density ``log_density(i)`` (a float) on [a_i, a_{i+1}];
     ``window_edges`` are the known edges a_s … a_t (s = ``window_start``),
@@ -914,18 +923,31 @@ def sample_piece_lazy(
     ``docs/backends.md``.
     """
     source = resolve(rng)
-    win = [float(e) for e in np.asarray(window_edges, dtype=np.float64)]
-    s, t = int(window_start), int(window_start) + len(win) - 1
-    if not (0 <= s < t <= m) or not all(math.isfinite(e) for e in win):
+    win_arr = np.asarray(window_edges, dtype=np.float64).ravel()
+    s = int(window_start)
+    at_arr = (np.arange(s, s + win_arr.size) if window_pieces is None
+              else np.asarray(window_pieces, dtype=np.int64).ravel())
+    t = int(at_arr[-1]) if at_arr.size else s
+    if (at_arr.size != win_arr.size or not (0 <= s < t <= m) or int(at_arr[0]) != s
+            or not np.all(np.isfinite(win_arr))):
         raise ParameterError(
-            "window_edges must hold finite edges a_s … a_t with 0 <= s < t <= m",
+            "window_edges must hold finite edges a_s … a_t with 0 <= s < t <= m"
+            " (one per window_pieces entry, the first at window_start)",
             parameter="window_edges",
         )
-    edges: dict[int, float] = dict(enumerate(win, start=s))
+    gaps = np.diff(at_arr)
+    if np.any(gaps <= 0) or np.any((gaps > 1) & (win_arr[1:] != win_arr[:-1])):
+        raise ParameterError(
+            "window_pieces must increase, and a block of several pieces must have equal "
+            "end edges", parameter="window_pieces")
+    win, at = win_arr.tolist(), at_arr.tolist()
+    edges: dict[int, float] = dict(zip(at, win, strict=True))
+    wblocks = list(zip(at[:-1], at[1:], strict=True))  # the window's blocks, in order
     ld_cache: dict[int, float] = {}
     if window_log_density is not None:
-        ld_cache.update(enumerate(np.asarray(window_log_density, dtype=np.float64).tolist(),
-                                  start=s))
+        # one value per block (its first piece): at[:-1] (a shorter list: its prefix)
+        ld_cache.update(zip(at, np.asarray(window_log_density, dtype=np.float64).tolist(),
+                            strict=False))
 
     def ld(i: int) -> float:
         if i not in ld_cache:
@@ -940,21 +962,25 @@ def sample_piece_lazy(
             edges[i] = e
         return edges[i]
 
-    # blocks [i1, i2): single pieces inside the window, two runs outside it
-    blocks: list[tuple[int, int]] = []
+    # blocks [i1, i2): single pieces inside the window, two runs outside it (split into
+    # shorter runs as the inversion needs); the block list is left + window + right
+    left: list[tuple[int, int]] = []
+    right: list[tuple[int, int]] = []
     if s > 0:
         edge(0)
-        blocks.append((0, s))
-    blocks += [(i, i + 1) for i in range(s, t)]
+        left.append((0, s))
     if t < m:
         edge(m)
-        blocks.append((t, m))
+        right.append((t, m))
+    nwin = len(wblocks)
 
     def bounds(b: tuple[int, int]) -> tuple[arb, arb]:
         """Balls enclosing a lower and an upper bound of the block's exact weight (equal
         for one piece).  Kept apart: one ball around both would lose the lower bound
         of a run to the few bits of a ball's radius."""
         i1, i2 = b
+        if edges[i1] == edges[i2]:  # length 0 (a run of ties): weight exactly 0
+            return arb(0), arb(0)
         length = arb(edges[i2]) - arb(edges[i1])
         if i2 - i1 == 1:
             w = _exp_ball(ld(i1)) * length
@@ -962,30 +988,76 @@ def sample_piece_lazy(
         lds = (ld(i1), ld(i2 - 1))
         return _exp_ball(min(lds)) * length, _exp_ball(max(lds)) * length
 
+    def run_prefix(runs: list[tuple[int, int]]) -> tuple[list[arb], list[arb], int, arb]:
+        """Prefix sums of the runs' lower and upper bounds, and the widest run (the
+        first of the largest bound gap; −1: none is longer than one piece)."""
+        lows, highs = [arb(0)], [arb(0)]
+        widest, width = -1, arb(0)
+        for j, blk in enumerate(runs):
+            lo_w, hi_w = bounds(blk)
+            lows.append(lows[-1] + lo_w)
+            highs.append(highs[-1] + hi_w)
+            if blk[1] - blk[0] > 1 and (hi_w - lo_w).upper() > width.upper():
+                widest, width = j, hi_w - lo_w
+        return lows, highs, widest, width
+
     u = _LazyUniform(source)
-    if LAZY_FLOAT_PATH and t - s > 1:
+    if LAZY_FLOAT_PATH and nwin > 1:
         runs = [None if i1 == i2 else (min(ld(i1), ld(i2 - 1)), max(ld(i1), ld(i2 - 1)),
                                        edge(i2) - edge(i1))
                 for i1, i2 in ((0, s), (t, m))]
         lds = (np.asarray(window_log_density, dtype=np.float64)
-               if window_log_density is not None else np.array([ld(i) for i in range(s, t)]))
-        p = _lazy_float_inversion(lds, np.diff(np.asarray(win)), runs[0], runs[1], u)
-        if p is not None:
-            return s + p, uniform(edges[s + p], edges[s + p + 1], source)
+               if window_log_density is not None else np.array([ld(a) for a, _ in wblocks]))
+        p = _lazy_float_inversion(lds, np.diff(win_arr), runs[0], runs[1], u)
+        if p is not None:  # a block of weight > 0: one piece
+            i = wblocks[p][0]
+            return i, uniform(edges[i], edges[i + 1], source)
     old = ctx.prec
     prec = max(_START_PREC, u.k + 64)
+    # The window's pieces never change: their prefix sums are computed once per working
+    # precision, so a step (a split, a digit of U) costs O(runs + log window), not
+    # O(window) — a draw that lands in a run far outside a wide window (e.g. every
+    # window piece of length 0: the target rank among rows clamped to a bound) takes
+    # some log2(m) splits.
+    win_prec, win_sums = -1, [arb(0)]
     try:
         while True:
             ctx.prec = prec
-            lows, highs = [arb(0)], [arb(0)]  # prefix sums of the lower and upper bounds
-            widest, width = -1, arb(0)
-            for j, blk in enumerate(blocks):
-                lo_w, hi_w = bounds(blk)
-                lows.append(lows[-1] + lo_w)
-                highs.append(highs[-1] + hi_w)
-                if blk[1] - blk[0] > 1 and (hi_w - lo_w).upper() > width.upper():
-                    widest, width = j, hi_w - lo_w
-            w_lo, w_hi = lows[-1], highs[-1]
+            if win_prec != prec:
+                win_sums = [arb(0)]
+                for blk in wblocks:
+                    win_sums.append(win_sums[-1] + bounds(blk)[0])
+                win_prec = prec
+            lo_l, hi_l, wide_l, width_l = run_prefix(left)
+            lo_r, hi_r, wide_r, width_r = run_prefix(right)
+            nl = len(left)
+            n_blocks = nl + nwin + len(right)
+            # the widest run of the whole list: the left one unless the right is wider
+            if wide_r >= 0 and (wide_l < 0 or width_r.upper() > width_l.upper()):
+                widest = nl + nwin + wide_r
+            else:
+                widest = wide_l
+
+            def prefix(k: int, lo_l: list = lo_l, hi_l: list = hi_l, lo_r: list = lo_r,
+                       hi_r: list = hi_r, nl: int = nl,
+                       win_sums: list = win_sums) -> tuple[arb, arb]:
+                """Enclosures (low, high) of the bounds' prefix sums over blocks < k."""
+                if k <= nl:
+                    return lo_l[k], hi_l[k]
+                if k <= nl + nwin:
+                    w = win_sums[k - nl]
+                    return lo_l[-1] + w, hi_l[-1] + w
+                j, w = k - nl - nwin, win_sums[-1]
+                return lo_l[-1] + w + lo_r[j], hi_l[-1] + w + hi_r[j]
+
+            def block(k: int, nl: int = nl) -> tuple[int, int]:
+                if k < nl:
+                    return left[k]
+                if k < nl + nwin:
+                    return wblocks[k - nl]
+                return right[k - nl - nwin]
+
+            w_lo, w_hi = prefix(n_blocks)
             if not w_lo > 0:
                 if w_hi.upper() <= 0:
                     raise ParameterError("the pieces have no weight", parameter="log_density")
@@ -993,35 +1065,38 @@ def sample_piece_lazy(
                     "precision", -1)
             else:
                 action = None
-                lo_k, hi_k = 0, len(blocks)
+                lo_k, hi_k = 0, n_blocks
                 while hi_k - lo_k > 1:
                     mid = (lo_k + hi_k) // 2
-                    if highs[mid] <= u.lower() * w_lo:  # C_mid ≤ U·W for sure
+                    low_mid, high_mid = prefix(mid)
+                    if high_mid <= u.lower() * w_lo:  # C_mid ≤ U·W for sure
                         lo_k = mid
-                    elif lows[mid] >= u.upper() * w_hi:  # C_mid ≥ U·W for sure
+                    elif low_mid >= u.upper() * w_hi:  # C_mid ≥ U·W for sure
                         hi_k = mid
                     else:
                         scale = u.width() * w_lo.lower()
-                        run_blur = (highs[-1] - lows[-1]).upper()
+                        run_blur = (w_hi - w_lo).upper()
                         if widest >= 0 and run_blur * 8 > scale:
                             action = ("split", widest)
-                        elif (highs[mid].rad() + w_lo.rad() + w_hi.rad()) * 8 > scale:
+                        elif (high_mid.rad() + w_lo.rad() + w_hi.rad()) * 8 > scale:
                             action = ("precision", -1)
                         else:
                             action = ("refine", -1)
                         break
                 if action is None:
-                    i1, i2 = blocks[lo_k]
+                    i1, i2 = block(lo_k)
                     if i2 - i1 == 1:
                         ctx.prec = old
                         return i1, uniform(edges[i1], edges[i1 + 1], source)
                     action = ("split", lo_k)
             kind, j = action
             if kind == "split":
-                i1, i2 = blocks[j]
+                i1, i2 = block(j)
                 mid_i = (i1 + i2) // 2
                 edge(mid_i)
-                blocks[j:j + 1] = [(i1, mid_i), (mid_i, i2)]
+                runs_of = left if j < nl else right
+                r = j if j < nl else j - nl - nwin
+                runs_of[r:r + 1] = [(i1, mid_i), (mid_i, i2)]
             elif kind == "precision":
                 prec *= 2
                 if prec > _MAX_PREC:
