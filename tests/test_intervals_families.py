@@ -217,27 +217,62 @@ def test_bounded_ls_graph_coverage(statistic):
     assert k <= max_misses(trials)
 
 
-def _levels_mechanism(epsilon=1.0, delta=1e-3):
-    """Instance-based noise on a bounded mean: two public levels by table size
-    (layered: a neighbour moves the size by one)."""
+def _levels_mechanism(epsilon=1.0, delta=1e-3, graph=True):
+    """Instance-based noise on a bounded add/remove mean, one public level per table
+    size up to 199 rows (level k: n = 199 − k rows, LS = range/max(n, 1); n ≥ 199:
+    level 0), layered (a neighbour moves the size by one).  ``graph=False``: the same
+    rates given directly, without the level graph."""
     from instancedp.mechanisms import InstanceBasedNoise
     from instancedp.queries import Mean
 
     query = Mean(0.0, 100.0)
-    return InstanceBasedNoise.from_levels(
-        lambda d: 0 if np.asarray(d).size >= 50 else 1, [1.0, 50.0], "layered", query,
-        epsilon, delta)
+    levels = [100.0 / max(199 - k, 1) for k in range(200)]
+    level_of = lambda d: max(0, 199 - np.asarray(d).size)  # noqa: E731
+    mech = InstanceBasedNoise.from_levels(level_of, levels, "layered", query, epsilon, delta,
+                                          method="envelope")
+    if graph:
+        return mech
+    return InstanceBasedNoise(query, epsilon, delta=delta, level_of=level_of, rates=mech.rates)
 
 
+@pytest.mark.parametrize("graph", [True, False])
 @pytest.mark.parametrize("cell", ["normal", "at_bounds", "one_row"])
-def test_instance_based_noise_coverage(cell):
-    mech = iv.with_interval(lambda e: _levels_mechanism(e), 1.0, LEVEL)
-    assert mech.method == iv.LARGEST_SCALE and mech.interval_epsilon == 0.0
+def test_instance_based_noise_coverage(cell, graph):
+    mech = iv.with_interval(lambda e: _levels_mechanism(e, graph=graph), 1.0, LEVEL)
+    if graph:  # the level graph is stated: a charged noisy ln λ (a quarter of ε)
+        assert mech.method == iv.NOISY_RATE and mech.interval_epsilon == 0.25
+        assert mech.inner.epsilon + mech.interval_epsilon == 1.0
+    else:  # only the rates: the largest public scale, free
+        assert mech.method == iv.LARGEST_SCALE and mech.interval_epsilon == 0.0
     data = CELLS[cell]
     trials = 100
     assert count_misses(mech, data, truth("mean", data), trials, 11) <= max_misses(trials)
-    rel = mech.release(data, rng=simulation(12))
-    assert rel.ci.parameters["noise_scale"] == pytest.approx(1 / min(mech.inner.rates))
+
+
+def test_noisy_rate_is_narrower_where_the_level_is_low():
+    """At n = 200 (the lowest level) the noisy-rate interval is far narrower than the
+    one from the largest public scale."""
+    data = NORMAL
+    charged, free = (iv.with_interval(lambda e, g=g: _levels_mechanism(e, graph=g), 1.0, LEVEL)
+                     for g in (True, False))
+    w = [np.median(np.diff(m.sample_intervals(data, 50, rng=simulation(12))[:, 1:], axis=1))
+         for m in (charged, free)]
+    assert w[0] < w[1] / 5
+
+
+def test_noisy_log_rate_is_epsilon_dp_over_neighbours():
+    """The charged part: ln λ̃ = ln λ_x + Lap(b), b from the code.  Its exact privacy
+    loss is |ln λ_x − ln λ_x′|/b; over add/remove pairs crossing every level boundary
+    (the code's own λ_x) it is ≤ ε_I, and equal to it at a boundary (tight)."""
+    mech = iv.with_interval(lambda e: _levels_mechanism(e), 1.0, LEVEL)
+    inner, eps_i = mech.inner, mech.interval_epsilon
+    b = iv.log_scale_noise(inner.log_rate_sensitivity(), eps_i)
+    worst = 0.0
+    for n in range(1, 220):
+        lx, ly = inner._state(np.full(n, 5.0))[1], inner._state(np.full(n + 1, 5.0))[1]
+        worst = max(worst, abs(math.log(lx) - math.log(ly)) / b)
+    assert worst <= eps_i
+    assert worst == pytest.approx(eps_i, rel=1e-6)
 
 
 # -- refusals ------------------------------------------------------------------------
@@ -266,7 +301,8 @@ def _structure(obj):
     return type(obj).__name__
 
 
-MOVING = {"lower", "upper", "bound", "noisy_a", "noisy_b", "noisy_ones", "noisy_zeros"}
+MOVING = {"lower", "upper", "bound", "noisy_a", "noisy_b", "noisy_ones", "noisy_zeros",
+          "noisy_log_rate"}
 
 
 def _same_but_values(ra, rb):

@@ -814,13 +814,16 @@ def vector_intervals(
 RELEASED_SCALE = "laplace_at_released_scale"  # PTR's proposal; bounded-ls's bound g
 SHARE = "share_from_noisy_counts"  # the private ratio's noisy counts (or its bound g)
 LARGEST_SCALE = "largest_public_scale"  # instance-based noise: the smallest public rate
-#: the families of this block: post-processing, no share of ε
+NOISY_RATE = "noisy_log_rate"  # instance-based noise with its level graph: charged
+#: the families of this block that are post-processing (no share of ε)
 FREE_FAMILIES = (RELEASED_SCALE, SHARE, LARGEST_SCALE)
+FAMILIES = (*FREE_FAMILIES, NOISY_RATE)
 COVERS.update({
     RELEASED_SCALE: "the query's exact value on these data (rows clamped to the bounds); a "
     "refusal (⊥) gets the whole public range",
     SHARE: "the share a/b of the flags equal to 1 (any point of [0, 1] when there are none)",
     LARGEST_SCALE: "the query's exact value on these data",
+    NOISY_RATE: "the query's exact value on these data",
 })
 #: the exact noise path raises a scale by 16 ulps (base.add_noise): the margins do too
 _SCALE_SLACK = 1.0 + 2.0**-40
@@ -848,7 +851,7 @@ def family_method(mechanism: Any) -> str | None:
     if isinstance(mechanism, ProposeTestRelease | BoundedLocalSensitivity):
         return RELEASED_SCALE
     if isinstance(mechanism, InstanceBasedNoise):
-        return LARGEST_SCALE
+        return LARGEST_SCALE if mechanism.log_rate_sensitivity() is None else NOISY_RATE
     return None
 
 
@@ -906,6 +909,34 @@ def _ratio_parts_interval(inner: Any, parts: Mapping[str, Any], values: Any, lev
                     "epsilon_release": parts["epsilon_release"]}
 
 
+def _noisy_rate_draws(inner: Any, data: Any, epsilon: float, level: float,
+                      source: RandomSource, size: int | None) -> tuple[Any, ...]:
+    """Instance-based noise with its level graph: ε_I releases ln λ̃ = ln λ_x + Lap(b),
+    b = Δ/ε_I, Δ = max |ln λ_k − ln λ_l| over the graph's edges (neighbours sit in one
+    level or adjacent ones, so ln λ_x moves by ≤ Δ: the Laplace mechanism, ε_I-DP).
+    With probability 1 − α/2, λ_x ≥ exp(ln λ̃ − b·ln(1/α)) (one Laplace tail), so the
+    scale 1/λ_x ≤ Ŝ = min(exp(b·ln(1/α) − ln λ̃), 1/min λ) (the second always holds);
+    independently P(|Lap(1/λ_x)| > Ŝ·ln(2/α)) ≤ α/2 on that event: value ± Ŝ·ln(2/α)
+    covers with probability ≥ 1 − α (union bound), then within the public range."""
+    from .mechanisms.base import add_noise
+    from .mechanisms.global_noise import _unit
+
+    n = 1 if size is None else size
+    state = inner._state(data)  # (value, λ_x): once, for the value and ln λ̃
+    values = np.asarray(inner._draw(state, source, n), dtype=np.float64)
+    b = log_scale_noise(inner.log_rate_sensitivity(), epsilon)
+    noisy = np.atleast_1d(add_noise(math.log(state[1]), b, _unit("laplace"), source, n))
+    alpha = 1.0 - level
+    s_hat = np.minimum(np.exp(b * math.log(1.0 / alpha) - noisy),
+                       1.0 / float(np.min(inner.rates)))
+    half = s_hat * math.log(2.0 / alpha) * _SCALE_SLACK
+    extra: dict[str, Any] = {"rule": "value ± Ŝ·ln(2/α), Ŝ = min(exp(b·ln(1/α) − ln λ̃), "
+                             "1/min λ)", "log_rate_noise": b}
+    if size is None:
+        extra["noisy_log_rate"] = float(noisy[0])
+    return values, values - half, values + half, extra
+
+
 def family_draws(w: WithInterval, data: Any, source: RandomSource, size: int | None
                  ) -> tuple[Any, Any, Any, dict[str, Any]]:
     """(values, lower, upper, interval parameters) for the families of this block:
@@ -938,12 +969,15 @@ def family_draws(w: WithInterval, data: Any, source: RandomSource, size: int | N
                  "sensitivity (LS-bound note Thm. 1)", "epsilon_release": inner.epsilon_release}
         if size is None:
             extra["bound"] = float(np.asarray(g).reshape(-1)[0])
-    else:  # LARGEST_SCALE: the noise scale 1/λ_k is at most 1/min λ (public rates)
+    elif w.method == LARGEST_SCALE:  # the noise scale 1/λ_k is at most 1/min λ (public)
         values = np.asarray(inner.sample(data, n, rng=source), dtype=np.float64)
         scale = 1.0 / float(np.min(inner.rates))
         lo, hi = laplace_interval(values, scale, level)
         extra = {"rule": "value ± (1/min λ)·ln(1/α): the largest scale any level uses",
                  "noise_scale": scale}
+    else:  # NOISY_RATE
+        values, lo, hi, extra = _noisy_rate_draws(inner, data, w.interval_epsilon, level,
+                                                  source, size)
     lo, hi = np.clip(lo, *span), np.clip(hi, *span)
     return _one(values, size), _one(lo, size), _one(hi, size), extra
 
@@ -1020,7 +1054,7 @@ class WithInterval:
         ``size`` draws, from one computation of the private state: ``release`` and
         ``sample_intervals`` run this same code."""
         inner, level, method = self.inner, self.level, self.method
-        if method in FREE_FAMILIES:
+        if method in FAMILIES:
             return family_draws(self, data, source, size)
         if method == RATIO:
             y = inner._shifted(data)
