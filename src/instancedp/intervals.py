@@ -45,12 +45,22 @@ the output of a further, charged mechanism.  One function per family:
   it on the range their values span and open the ends that reach it
   (:func:`open_ends`).  See that function for the proof.
 
-Instance-adaptive families take a documented share ``DEFAULT_FRACTION`` of ε
-for the interval: the mechanism runs at ε·(1 − f), the interval at the rest,
-and the record states both; the guarantee charged is their composition.
-A mechanism without an interval method (PTR, bounded local sensitivity,
-instance-based noise and inverse sensitivity on queries other than
-quantiles; graph statistics) is refused before anything is charged.
+* **A public or released scale** (:func:`family_draws`): propose-test-release
+  (value ± (b/ε′)·ln(1/α), b the public proposal; ⊥ gets the public range),
+  bounded local sensitivity (value ± (g/ε2)·ln(1/α): the LS-bound note's
+  Theorem 1 covers releasing the bound g with the value), the private ratio
+  (from its ε-DP noisy counts, :func:`share_interval`; bounded-ls from g),
+  instance-based noise (the largest public scale; with its stated level graph
+  a charged noisy ln λ, :func:`_noisy_rate_draws`).  Conditionally on the
+  scale the Laplace noise is data-independent: exact, and free except the last.
+
+Instance-adaptive families that need a charged diagnostic take a documented
+share ``DEFAULT_FRACTION`` of ε for the interval: the mechanism runs at
+ε·(1 − f), the interval at the rest, and the record states both; the
+guarantee charged is their composition.  A mechanism without an interval
+method is refused before anything is charged, with the reason
+(:data:`NO_INTERVAL`: the stable mode is released exactly or not at all; the
+generic exponential mechanism and SmallDB estimate no number).
 """
 
 from __future__ import annotations
