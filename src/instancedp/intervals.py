@@ -819,7 +819,8 @@ def vector_intervals(
 # that scale the noise is data-independent, so value ± scale·ln(1/α) covers the
 # query's value with probability exactly 1 − α (Laplace: P(|Z| > b·ln(1/α)) = α);
 # the release and the interval are projected onto the public range, which holds
-# the value, so coverage survives.  No extra ε: the interval is post-processing.
+# the value, so coverage survives.  No extra ε (post-processing), except for
+# instance-based noise with its level graph, which releases a noisy ln λ.
 
 RELEASED_SCALE = "laplace_at_released_scale"  # PTR's proposal; bounded-ls's bound g
 SHARE = "share_from_noisy_counts"  # the private ratio's noisy counts (or its bound g)
