@@ -180,6 +180,23 @@ def test_ratio_coverage(method, cell):
     assert count_misses(mech, flags, value, trials, 6) <= max_misses(trials)
 
 
+def test_share_interval_holds_on_its_event_by_enumeration():
+    """On the event |ô − a| ≤ m, |ẑ − z| ≤ m the KSW interval holds a/(a + z): every
+    integer (a, z ≥ 0, a + z ≥ 1) in the box, for noisy counts near 0, negative and
+    far from it."""
+    level = 0.8
+    m = iv.laplace_margin(1.0 * (1 + 2.0**-40), (1 - level) / 2)
+    for o, z_ in ((0.3, 5.2), (-2.0, 1.0), (7.7, -0.4), (40.0, 60.0), (-3.0, -3.0)):
+        lo, hi = iv.share_interval(o, z_, 1.0, level)
+        points = 0
+        for a in range(max(0, math.ceil(o - m)), math.floor(o + m) + 1):
+            for z in range(max(0, math.ceil(z_ - m)), math.floor(z_ + m) + 1):
+                if a + z >= 1:
+                    points += 1
+                    assert lo - 1e-12 <= a / (a + z) <= hi + 1e-12
+        assert points > 0
+
+
 def test_ratio_interval_is_informative():
     flags = FLAGS["p0.3"]
     for method in ("ksw", "naive", "bounded-ls"):
