@@ -214,6 +214,11 @@ def test_bounded_ls_bail_out_uses_the_naive_counts():
     assert rel.ci.parameters["bound"] is None and rel.ci.parameters["noisy_b"] is not None
     trials = 200
     assert count_misses(mech, flags, 3 / 8, trials, 9) <= max_misses(trials)
+    # the exact noise path (as a secure source draws) with bail-outs among the draws
+    from instancedp.audit.catalogue import exact_simulation
+
+    rows = mech.sample_intervals(flags, 20, rng=exact_simulation(9))
+    assert np.all((rows[:, 1] <= rows[:, 2]) & (rows[:, 1] >= 0) & (rows[:, 2] <= 1))
 
 
 def _edge_data(n=12, p=0.5, seed=0):

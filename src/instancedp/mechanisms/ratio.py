@@ -172,7 +172,9 @@ def _bounded_ls_parts(
         value = _laplace_noise(a / b, g / eps2, source, None)
         return value, {**parts, "bound": g, "noisy_a": math.nan, "noisy_b": math.nan}
     bail = np.isnan(g)
-    out = np.asarray(_laplace_noise(a / b, np.where(bail, 0.0, g) / eps2, source, size))
+    # the bail-outs' entries are replaced below; their placeholder scale must be > 0 for
+    # the exact path (0 made sample() on a secure source fail whenever a draw bailed out)
+    out = np.asarray(_laplace_noise(a / b, np.where(bail, 1.0, g) / eps2, source, size))
     noisy_a = np.full(size, np.nan)
     noisy_b = np.full(size, np.nan)
     k = int(bail.sum())
