@@ -20,11 +20,23 @@ pairs of AboveThreshold scans at ε/(4m) each (``quantile_interval`` per level,
 around the same released values), whose width grows with m.  Quick: n = 1,000,
 ε = 1, 40 trials; full: n ∈ {1,000, 10,000}, ε ∈ {0.5, 1, 2}, 200 trials.
 
-``--singles-only`` / ``--vectors-only`` rerun one part and keep the other's rows
-from the existing JSON.
+Families with a public or released scale (``FAMILY_CASES``): propose-test-release
+(proposal b = range/100) and bounded local sensitivity (δ = 10⁻⁶) for the mean
+and the 10 % trimmed mean on the same data; the private ratio (KSW — the
+default —, naive, bounded-ls) on 0/1 flags with p ∈ {0.5, 0.1, 0.01}; the
+triangle count by bounded local sensitivity on G(n, 0.2) and Barabási–Albert
+(m = 3) graphs of 30 and 100 vertices (300 in the full run); instance-based
+noise on the mean with one level per table size below 2,000 rows, with its
+level graph (a charged noisy ln λ) and with the rates alone.  Same trials and ε
+as above (the trimmed mean's PTR up to 1,000 rows: its exact distance to high
+sensitivity takes minutes per table at 10,000); coverage of the query's exact
+value.
+
+``--singles-only`` / ``--vectors-only`` / ``--families-only`` rerun one part and keep
+the others' rows from the existing JSON.
 
 Run: .venv/bin/python benchmarks/intervals.py [--quick] [--out DIR]
-    [--singles-only | --vectors-only]
+    [--singles-only | --vectors-only | --families-only]
 """
 
 from __future__ import annotations
@@ -110,6 +122,154 @@ def run(quick: bool) -> list[dict]:
                         "seconds_per_release": secs / trials,
                     })
     return rows
+
+
+# -- families with a public or released scale ------------------------------------------
+
+RANGE = BOUNDS[1] - BOUNDS[0]
+LEVELS_N = 2000  # instance-based noise: one level per table size below this
+
+
+def _numeric(statistic: str, mechanism: str, **extra):
+    def build(eps: float, n: int):
+        return lambda e: build_mechanism(statistic, e, 1e-6, neighbours="add_remove",
+                                         bounds=BOUNDS, mechanism=mechanism, **extra)
+    return build
+
+
+def _ratio(mechanism: str):
+    def build(eps: float, n: int):
+        return lambda e: build_mechanism("ratio", e, 1e-6 if mechanism == "bounded-ls" else None,
+                                         mechanism=mechanism)
+    return build
+
+
+def _triangles(eps: float, n: int):
+    return lambda e: build_mechanism("triangles", e, 1e-6, mechanism="bounded-ls", vertices=n,
+                                     neighbours="edge")
+
+
+def _levels(graph: bool):
+    """Instance-based noise on the add/remove mean: level k holds the tables of
+    LEVELS_N − 1 − k rows (all larger ones: level 0), LS_k = range/max(rows, 1);
+    layered, the envelope rates (Canard–Olivier Claim 19)."""
+    from instancedp.mechanisms import InstanceBasedNoise
+    from instancedp.queries import Mean
+
+    levels = [RANGE / max(LEVELS_N - 1 - k, 1) for k in range(LEVELS_N)]
+
+    def level_of(d):
+        return max(0, LEVELS_N - 1 - np.asarray(d).size)
+
+    def build(eps: float, n: int):
+        def make(e: float):
+            m = InstanceBasedNoise.from_levels(level_of, levels, "layered", Mean(*BOUNDS), e,
+                                               1e-6, method="envelope")
+            return m if graph else InstanceBasedNoise(Mean(*BOUNDS), e, delta=1e-6,
+                                                      level_of=level_of, rates=m.rates)
+        return make
+    return build
+
+
+def flags(kind: str, n: int, seed: int) -> np.ndarray:
+    p = float(kind.removeprefix("p="))
+    return (np.random.default_rng(seed).random(n) < p).astype(float)
+
+
+def graph(kind: str, n: int, seed: int):
+    import networkx as nx
+
+    if kind == "G(n, 0.2)":
+        return nx.gnp_random_graph(n, 0.2, seed=seed)
+    return nx.barabasi_albert_graph(n, 3, seed=seed)
+
+
+NUMERIC_KINDS = ("normal", "lognormal", "poisson")
+FLAG_KINDS = ("p=0.5", "p=0.1", "p=0.01")
+GRAPH_KINDS = ("G(n, 0.2)", "BA(m = 3)")
+# (label, build(ε, n) → (ε′ → mechanism), data kinds, data(kind, n, seed), sizes)
+FAMILY_CASES = [
+    ("mean · PTR (b = range/100)", _numeric("mean", "ptr", ptr_bound=RANGE / 100),
+     NUMERIC_KINDS, data, None),
+    # PTR's exact distance to high sensitivity for the add/remove trimmed mean takes
+    # minutes per table at 10,000 rows (A^(k) at every bisection step): up to 1,000 here
+    ("trimmed mean 10 % · PTR (b = range/100)",
+     _numeric("trimmed-mean", "ptr", ptr_bound=RANGE / 100, trim=0.1), NUMERIC_KINDS, data,
+     ((100, 1000), (100, 1000))),
+    ("mean · bounded-LS", _numeric("mean", "bounded-ls"), NUMERIC_KINDS, data, None),
+    ("trimmed mean 10 % · bounded-LS", _numeric("trimmed-mean", "bounded-ls", trim=0.1),
+     NUMERIC_KINDS, data, None),
+    ("mean · instance-based (level graph: noisy ln λ)", _levels(True), NUMERIC_KINDS, data,
+     None),
+    ("mean · instance-based (rates only: largest scale)", _levels(False), NUMERIC_KINDS, data,
+     None),
+    ("ratio · KSW (default)", _ratio("ksw"), FLAG_KINDS, flags, None),
+    ("ratio · naive", _ratio("naive"), FLAG_KINDS, flags, None),
+    ("ratio · bounded-LS", _ratio("bounded-ls"), FLAG_KINDS, flags, None),
+    ("triangles · bounded-LS", _triangles, GRAPH_KINDS, graph, ((30, 100), (30, 100, 300))),
+]
+
+
+def run_families(quick: bool) -> list[dict]:
+    """Coverage and width of the public-or-released-scale families (module docstring)."""
+    epsilons = (1.0,) if quick else (0.5, 1.0, 2.0)
+    trials = 40 if quick else 200
+    rows = []
+    seed = 20_000
+    for label, build, kinds, make, sizes in FAMILY_CASES:
+        ns = (sizes[0] if quick else sizes[1]) if sizes else (
+            (100, 1000) if quick else (100, 1000, 10_000))
+        for kind in kinds:
+            for n in ns:
+                x = make(kind, n, seed)
+                for eps in epsilons:
+                    seed += 1
+                    mech = iv.with_interval(build(eps, n), eps, LEVEL)
+                    t0 = time.perf_counter()
+                    out = mech.sample_intervals(x, trials, rng=simulation(seed))
+                    secs = time.perf_counter() - t0
+                    value = float(mech.inner.query.value(x))
+                    cover = float(np.mean((out[:, 1] <= value) & (value <= out[:, 2])))
+                    width = float(np.median(out[:, 2] - out[:, 1]))
+                    rows.append({
+                        "case": label, "data": kind, "n": n, "epsilon": eps, "trials": trials,
+                        "coverage": cover, "median_width": width, "value": value,
+                        "refused": float(np.mean(np.isnan(out[:, 0]))),
+                        "method": mech.method, "interval_epsilon": mech.interval_epsilon,
+                        "seconds_per_release": secs / trials,
+                    })
+    return rows
+
+
+def family_lines(frows: list[dict], quick: bool) -> list[str]:
+    trials = frows[0]["trials"]
+    lines = [
+        "",
+        "## Families with a public or released scale",
+        "",
+        f"Written by `benchmarks/intervals.py{' --quick' if quick else ''}`: level {LEVEL}, "
+        f"{trials} seeded trials per cell, add/remove (graphs: edge privacy), bounds "
+        f"{list(BOUNDS)} for the numeric columns, δ = 10⁻⁶ where the mechanism needs it. "
+        "Coverage of the query's exact value; width: the median over trials (a PTR refusal "
+        "⊥ gets the whole public range, counted here); ⊥: the share of refusals. The "
+        "interval is post-processing (ε for the interval 0) except the noisy ln λ.",
+        "",
+        "| case | data | n | ε | coverage | median width | ⊥ | method | ε for the interval |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in frows:
+        lines.append(
+            f"| {r['case']} | {r['data']} | {r['n']:,} | {r['epsilon']:g} | "
+            f"{r['coverage']:.3f} | {r['median_width']:.4g} | {r['refused']:.2f} | "
+            f"{r['method']} | {r['interval_epsilon']:g} |")
+    lines += ["", "| case | intervals | pooled coverage | lowest cell |", "|---|---|---|---|"]
+    for label, *_ in FAMILY_CASES:
+        sub = [r for r in frows if r["case"] == label]
+        total = sum(r["trials"] for r in sub)
+        pooled = sum(r["coverage"] * r["trials"] for r in sub) / total
+        lines.append(f"| {label} | {total:,} | {pooled:.4f} | "
+                     f"{min(r['coverage'] for r in sub):.3f} |")
+    return lines
 
 
 VECTOR_MECHANISMS = ("joint", "recursive", "independent", "unbounded")
@@ -222,7 +382,8 @@ def vector_lines(vrows: list[dict], quick: bool, kept: bool = False) -> list[str
 
 
 def write(rows: list[dict], out: Path, quick: bool,
-          vrows: list[dict] | None = None, kept_vectors: bool = False) -> list[Path]:
+          vrows: list[dict] | None = None, frows: list[dict] | None = None,
+          kept_vectors: bool = False) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     trials = rows[0]["trials"]
     lines = [
@@ -282,11 +443,14 @@ def write(rows: list[dict], out: Path, quick: bool,
     ]
     if vrows:
         lines += vector_lines(vrows, vrows[0]["trials"] < 200, kept_vectors) + [""]
+    if frows:
+        lines += family_lines(frows, frows[0]["trials"] < 200) + [""]
     md = out / "intervals.md"
     md.write_text("\n".join(lines))
     js = out / "intervals.json"
     js.write_text(json.dumps({"level": LEVEL, "bounds": BOUNDS, "quick": quick, "rows": rows,
-                              "several_quantiles": vrows or []}, indent=1))
+                              "several_quantiles": vrows or [], "families": frows or []},
+                             indent=1))
     png = out / "intervals.png"
     import matplotlib
 
@@ -322,17 +486,23 @@ def main(argv: list[str] | None = None) -> list[Path]:
                         "rows of an existing intervals.json in --out)")
     parser.add_argument("--singles-only", action="store_true",
                         help="only the single-release part (keeps the several-quantile "
+                        "and family rows of an existing intervals.json in --out)")
+    parser.add_argument("--families-only", action="store_true",
+                        help="only the public-or-released-scale families (keeps the other "
                         "rows of an existing intervals.json in --out)")
     args = parser.parse_args(argv)
-    if args.vectors_only:
+    if args.vectors_only or args.families_only:
         old = json.loads((args.out / "intervals.json").read_text())
-        paths = write(old["rows"], args.out, old["quick"], run_vectors(args.quick))
+        vrows = run_vectors(args.quick) if args.vectors_only else old["several_quantiles"]
+        frows = run_families(args.quick) if args.families_only else old.get("families", [])
+        paths = write(old["rows"], args.out, old["quick"], vrows, frows)
     elif args.singles_only:
         old = json.loads((args.out / "intervals.json").read_text())
         paths = write(run(args.quick), args.out, args.quick, old["several_quantiles"],
-                      kept_vectors=True)
+                      old.get("families", []), kept_vectors=True)
     else:
-        paths = write(run(args.quick), args.out, args.quick, run_vectors(args.quick))
+        paths = write(run(args.quick), args.out, args.quick, run_vectors(args.quick),
+                      run_families(args.quick))
     print(paths[0].read_text())
     return paths
 

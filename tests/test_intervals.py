@@ -281,9 +281,12 @@ def test_session_charges_once_and_records_the_interval(tmp_path):
     assert "interval" in json.dumps(hist[-1], default=str)
 
 
-def test_unsupported_mechanism_is_refused_before_any_charge(tmp_path):
+def test_unsupported_mechanism_is_refused_before_any_charge(tmp_path, monkeypatch):
     from instancedp.session import Session
 
+    # every statistic the session offers has an interval: a mechanism without one
+    # is simulated by a dispatch that knows none
+    monkeypatch.setattr(iv, "interval_method", lambda mechanism: None)
     with Session({"x": NORMAL}, PureDP(5.0), ledger=tmp_path / "l.db", dataset_id="d") as s:
         with pytest.raises(ParameterError) as err:
             s.release_statistic("mean", "x", epsilon=1.0, bounds=(0, 100), ci=0.9,

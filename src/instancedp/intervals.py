@@ -53,12 +53,22 @@ the output of a further, charged mechanism.  One function per family:
   it on the range their values span and open the ends that reach it
   (:func:`open_ends`).  See that function for the proof.
 
-Instance-adaptive families take a documented share ``DEFAULT_FRACTION`` of ε
-for the interval: the mechanism runs at ε·(1 − f), the interval at the rest,
-and the record states both; the guarantee charged is their composition.
-A mechanism without an interval method (PTR, bounded local sensitivity,
-instance-based noise and inverse sensitivity on queries other than
-quantiles; graph statistics) is refused before anything is charged.
+* **A public or released scale** (:func:`family_draws`): propose-test-release
+  (value ± (b/ε′)·ln(1/α), b the public proposal; ⊥ gets the public range),
+  bounded local sensitivity (value ± (g/ε2)·ln(1/α): the LS-bound note's
+  Theorem 1 covers releasing the bound g with the value), the private ratio
+  (from its ε-DP noisy counts, :func:`share_interval`; bounded-ls from g),
+  instance-based noise (the largest public scale; with its stated level graph
+  a charged noisy ln λ, :func:`_noisy_rate_draws`).  Conditionally on the
+  scale the Laplace noise is data-independent: exact, and free except the last.
+
+Instance-adaptive families that need a charged diagnostic take a documented
+share ``DEFAULT_FRACTION`` of ε for the interval: the mechanism runs at
+ε·(1 − f), the interval at the rest, and the record states both; the
+guarantee charged is their composition.  A mechanism without an interval
+method is refused before anything is charged, with the reason
+(:data:`NO_INTERVAL`: the stable mode is released exactly or not at all; the
+generic exponential mechanism and SmallDB estimate no number).
 """
 
 from __future__ import annotations
@@ -787,7 +797,7 @@ def interval_method(mechanism: Any) -> str | None:
         return QUANTILE
     if isinstance(mechanism, SmoothSensitivityMechanism):
         return SMOOTH
-    return None
+    return family_method(mechanism)
 
 
 def _quantile_spec(mechanism: Any) -> dict[str, Any] | None:
@@ -871,12 +881,198 @@ RANGE_RULE = (f"R = [v_1 − w/2, v_m + w/2], w = v_m − v_1 (released values);
               f"{LOGLOG_SCALE:g}); an end reaching R is infinite")
 
 
+# -- scales that are public or released with the value ---------------------------------
+#
+# Propose-test-release, bounded local sensitivity, instance-based noise and the
+# private ratio add Laplace noise whose scale is public (PTR's proposal b/ε′; the
+# largest of the public level rates) or a private quantity that the mechanism's
+# own theorem already lets it release with the value (the bound g of bounded local
+# sensitivity, LS-bound note Thm. 1; the ratio's noisy counts).  Conditionally on
+# that scale the noise is data-independent, so value ± scale·ln(1/α) covers the
+# query's value with probability exactly 1 − α (Laplace: P(|Z| > b·ln(1/α)) = α);
+# the release and the interval are projected onto the public range, which holds
+# the value, so coverage survives.  No extra ε (post-processing), except for
+# instance-based noise with its level graph, which releases a noisy ln λ.
+
+RELEASED_SCALE = "laplace_at_released_scale"  # PTR's proposal; bounded-ls's bound g
+SHARE = "share_from_noisy_counts"  # the private ratio's noisy counts (or its bound g)
+LARGEST_SCALE = "largest_public_scale"  # instance-based noise: the smallest public rate
+NOISY_RATE = "noisy_log_rate"  # instance-based noise with its level graph: charged
+#: the families of this block that are post-processing (no share of ε)
+FREE_FAMILIES = (RELEASED_SCALE, SHARE, LARGEST_SCALE)
+FAMILIES = (*FREE_FAMILIES, NOISY_RATE)
+COVERS.update({
+    RELEASED_SCALE: "the query's exact value on these data (rows clamped to the bounds); a "
+    "refusal (⊥) gets the whole public range",
+    SHARE: "the share a/b of the flags equal to 1 (any point of [0, 1] when there are none)",
+    LARGEST_SCALE: "the query's exact value on these data",
+    NOISY_RATE: "the query's exact value on these data",
+})
+#: the exact noise path raises a scale by 16 ulps (base.add_noise): the margins do too
+_SCALE_SLACK = 1.0 + 2.0**-40
+
+#: why a mechanism has no interval, for the refusal's message
+NO_INTERVAL = {
+    "stable_release": "it releases the mode itself or ⊥: a category carries no noise to "
+    "bound and has no interval (a released mode IS the mode of these data; ⊥ says it "
+    "was not stable)",
+    "exponential": "it picks among the caller's candidates by the caller's score: there is "
+    "no statistic whose value the choice estimates",
+    "smalldb": "it releases a synthetic database, not a number",
+}
+
+
+def family_method(mechanism: Any) -> str | None:
+    """The family of this block for ``mechanism`` (None: not one of them)."""
+    from .mechanisms.bounded_ls import BoundedLocalSensitivity
+    from .mechanisms.levels import InstanceBasedNoise
+    from .mechanisms.ptr import ProposeTestRelease
+    from .mechanisms.ratio import PrivateRatio
+
+    if isinstance(mechanism, PrivateRatio):
+        return SHARE
+    if isinstance(mechanism, ProposeTestRelease | BoundedLocalSensitivity):
+        return RELEASED_SCALE
+    if isinstance(mechanism, InstanceBasedNoise):
+        return LARGEST_SCALE if mechanism.log_rate_sensitivity() is None else NOISY_RATE
+    return None
+
+
+def laplace_interval(value: Any, scale: Any, level: float) -> tuple[Any, Any]:
+    """value ± scale·ln(1/α): exact for Laplace noise of that scale (α = 1 − level)."""
+    half = np.asarray(scale, dtype=np.float64) * math.log(1.0 / (1.0 - level)) * _SCALE_SLACK
+    v = np.asarray(value, dtype=np.float64)
+    return v - half, v + half
+
+
+def share_interval(noisy_ones: Any, noisy_zeros: Any, scale: float, level: float
+                   ) -> tuple[Any, Any]:
+    """a/b = a/(a + z) from ô = a + Lap(s), ẑ = z + Lap(s) (Kulesza, Suresh & Wang 2024).
+
+    With margin m = s·ln(2/α) each noise is inside ±m with probability 1 − α/2
+    (union bound: both, 1 − α).  On that event a ∈ [a_l, a_u] = [max(0, ô − m), ô + m]
+    and z ∈ [z_l, z_u] likewise; a/(a + z) increases in a and decreases in z, so
+    a/(a + z) ≥ a_l/(a_l + z_u) (a·z_u ≥ a_l·z_u ≥ a_l·z) and, by symmetry,
+    a/(a + z) ≤ 1 − z_l/(z_l + a_u).  A zero denominator says nothing (0, resp. 1)."""
+    m = laplace_margin(scale * _SCALE_SLACK, (1.0 - level) / 2.0)
+    o = np.asarray(noisy_ones, dtype=np.float64)
+    z = np.asarray(noisy_zeros, dtype=np.float64)
+    a_l, a_u = np.maximum(o - m, 0.0), np.maximum(o + m, 0.0)
+    z_l, z_u = np.maximum(z - m, 0.0), np.maximum(z + m, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(a_l + z_u > 0, a_l / (a_l + z_u), 0.0)
+        hi = np.where(z_l + a_u > 0, 1.0 - z_l / (z_l + a_u), 1.0)
+    return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+
+
+def _ratio_parts_interval(inner: Any, parts: Mapping[str, Any], values: Any, level: float
+                          ) -> tuple[Any, Any, dict[str, Any]]:
+    """The private ratio's interval from the parts its draw released (every method)."""
+    if inner.method == "ksw":
+        lo, hi = share_interval(parts["noisy_ones"], parts["noisy_zeros"], parts["scale"],
+                                level)
+        return lo, hi, {"rule": "a/(a + z) over the noisy counts ± s·ln(2/α)",
+                        "noise_scale": parts["scale"]}
+    if inner.method == "naive":
+        s = parts["scale"] * _SCALE_SLACK
+        lo, hi = ratio_interval(parts["noisy_a"], parts["noisy_b"], s, s, 0.0, 1.0, level)
+        return lo, hi, {"rule": "the noisy counts ± s·ln(2/α), divided", "noise_scale":
+                        parts["scale"]}
+    # bounded_ls: value ± (g/ε2)·ln(1/α) where the bound held; the naive draw at ε2 where
+    # it bailed out (g = nan)
+    g = np.asarray(parts["bound"], dtype=np.float64)
+    bail = np.isnan(g)
+    lo, hi = laplace_interval(values, np.where(bail, 0.0, g) / parts["epsilon_release"], level)
+    if bail.any():
+        s = parts["bail_scale"] * _SCALE_SLACK
+        blo, bhi = ratio_interval(parts["noisy_a"], parts["noisy_b"], s, s, 0.0, 1.0, level)
+        lo, hi = np.where(bail, blo, lo), np.where(bail, bhi, hi)
+    return lo, hi, {"rule": "value ± (g/ε2)·ln(1/α) (g the released bound); where g bails "
+                    "out, the naive noisy counts ± s·ln(2/α), divided",
+                    "epsilon_release": parts["epsilon_release"]}
+
+
+def _noisy_rate_draws(inner: Any, data: Any, epsilon: float, level: float,
+                      source: RandomSource, size: int | None) -> tuple[Any, ...]:
+    """Instance-based noise with its level graph: ε_I releases ln λ̃ = ln λ_x + Lap(b),
+    b = Δ/ε_I, Δ = max |ln λ_k − ln λ_l| over the graph's edges (neighbours sit in one
+    level or adjacent ones, so ln λ_x moves by ≤ Δ: the Laplace mechanism, ε_I-DP).
+    With probability 1 − α/2, λ_x ≥ exp(ln λ̃ − b·ln(1/α)) (one Laplace tail), so the
+    scale 1/λ_x ≤ Ŝ = min(exp(b·ln(1/α) − ln λ̃), 1/min λ) (the second always holds);
+    independently P(|Lap(1/λ_x)| > Ŝ·ln(2/α)) ≤ α/2 on that event: value ± Ŝ·ln(2/α)
+    covers with probability ≥ 1 − α (union bound), then within the public range."""
+    from .mechanisms.base import add_noise
+    from .mechanisms.global_noise import _unit
+
+    n = 1 if size is None else size
+    state = inner._state(data)  # (value, λ_x): once, for the value and ln λ̃
+    values = np.asarray(inner._draw(state, source, n), dtype=np.float64)
+    b = log_scale_noise(inner.log_rate_sensitivity(), epsilon)
+    noisy = np.atleast_1d(add_noise(math.log(state[1]), b, _unit("laplace"), source, n))
+    alpha = 1.0 - level
+    s_hat = np.minimum(np.exp(b * math.log(1.0 / alpha) - noisy),
+                       1.0 / float(np.min(inner.rates)))
+    half = s_hat * math.log(2.0 / alpha) * _SCALE_SLACK
+    extra: dict[str, Any] = {"rule": "value ± Ŝ·ln(2/α), Ŝ = min(exp(b·ln(1/α) − ln λ̃), "
+                             "1/min λ)", "log_rate_noise": b}
+    if size is None:
+        extra["noisy_log_rate"] = float(noisy[0])
+    return values, values - half, values + half, extra
+
+
+def family_draws(w: WithInterval, data: Any, source: RandomSource, size: int | None
+                 ) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """(values, lower, upper, interval parameters) for the families of this block:
+    the draw runs the mechanism's own release code, the interval post-processes
+    what that draw released (one draw, or ``size`` through the same code)."""
+    from .mechanisms.base import public_range
+
+    inner, level, n = w.inner, w.level, 1 if size is None else size
+    span = public_range(getattr(inner, "query", None)) or (-math.inf, math.inf)
+    extra: dict[str, Any] = {}
+    if w.method == SHARE:
+        values, parts = inner._draw_parts(inner._state(data), source, n)
+        lo, hi, extra = _ratio_parts_interval(inner, parts, values, level)
+        if size is None:  # the released parts (the mechanism's ε covers them)
+            extra.update({k: finite_or_none(float(np.asarray(v).reshape(-1)[0]))
+                          for k, v in parts.items() if k.startswith("noisy_") or k == "bound"})
+    elif w.method == RELEASED_SCALE and hasattr(inner, "noise_scale"):  # PTR
+        values = np.asarray(inner.sample(data, n, rng=source), dtype=object)
+        passed = np.array([v is not None for v in values.tolist()])
+        centre = np.where(passed, [0.0 if v is None else float(v) for v in values.tolist()], 0.0)
+        lo, hi = laplace_interval(centre, inner.noise_scale, level)
+        lo, hi = np.where(passed, lo, span[0]), np.where(passed, hi, span[1])
+        extra = {"rule": "value ± (b/ε′)·ln(1/α) when the test passed; the public range "
+                 "for ⊥", "noise_scale": inner.noise_scale}
+    elif w.method == RELEASED_SCALE:  # bounded local sensitivity: g is released
+        values, g = inner._draw_parts(inner._state(data), source, n)
+        values = np.asarray(values, dtype=np.float64)
+        lo, hi = laplace_interval(values, np.asarray(g) / inner.epsilon_release, level)
+        extra = {"rule": "value ± (g/ε2)·ln(1/α), g the released bound on the local "
+                 "sensitivity (LS-bound note Thm. 1)", "epsilon_release": inner.epsilon_release}
+        if size is None:
+            extra["bound"] = float(np.asarray(g).reshape(-1)[0])
+    elif w.method == LARGEST_SCALE:  # the noise scale 1/λ_k is at most 1/min λ (public)
+        values = np.asarray(inner.sample(data, n, rng=source), dtype=np.float64)
+        scale = 1.0 / float(np.min(inner.rates))
+        lo, hi = laplace_interval(values, scale, level)
+        extra = {"rule": "value ± (1/min λ)·ln(1/α): the largest scale any level uses",
+                 "noise_scale": scale}
+    else:  # NOISY_RATE
+        values, lo, hi, extra = _noisy_rate_draws(inner, data, w.interval_epsilon, level,
+                                                  source, size)
+    lo, hi = np.clip(lo, *span), np.clip(hi, *span)
+    return _one(values, size), _one(lo, size), _one(hi, size), extra
+
+
 def _unsupported(mechanism: Any) -> ParameterError:
     name = getattr(mechanism, "name", type(mechanism).__name__)
+    why = NO_INTERVAL.get(name, "it has no interval method")
     return ParameterError(
-        f"mechanism {name!r} offers no confidence interval; intervals exist for the "
+        f"mechanism {name!r} offers no confidence interval: {why}; intervals exist for the "
         "Laplace and Gaussian mechanisms, sum-over-count means, smooth sensitivity, "
-        "every median or quantile release (with or without bounds) and every "
+        "propose-test-release, bounded local sensitivity, instance-based noise, the private "
+        "ratio, every median or quantile release (with or without bounds) and every "
         "several-quantile release",
         parameter="ci",
         allowed="a mechanism with an interval, or ci=None",
@@ -935,6 +1131,8 @@ class WithInterval:
         ``size`` draws, from one computation of the private state: ``release`` and
         ``sample_intervals`` run this same code."""
         inner, level, method = self.inner, self.level, self.method
+        if method in FAMILIES:
+            return family_draws(self, data, source, size)
         if method == RATIO:
             y = inner._shifted(data)
             s, c = inner._sum.sample(y, 1 if size is None else size, rng=source), \
@@ -1092,7 +1290,7 @@ def with_interval(
     method = interval_method(probe)
     if method is None:
         raise _unsupported(probe)
-    if method in (NOISE, RATIO):
+    if method in (NOISE, RATIO, *FREE_FAMILIES):
         return WithInterval(probe, level, method, 0.0, None)
     main = float(epsilon) * (1.0 - fraction)
     inner = build(main)

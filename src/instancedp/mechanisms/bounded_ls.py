@@ -184,26 +184,37 @@ class BoundedLocalSensitivity(Mechanism):
         return prepared, float(self.query.value(data))
 
     def _draw(self, state: tuple[Any, float], source: RandomSource, size: int | None) -> Any:
-        return self._project(self._noisy(state, source, size))
+        return self._draw_parts(state, source, size)[0]
 
-    def _noisy(self, state: tuple[Any, float], source: RandomSource, size: int | None) -> Any:
+    def _draw_parts(self, state: tuple[Any, float], source: RandomSource, size: int | None
+                    ) -> tuple[Any, Any]:
+        """(projected value(s), bound(s) g): the interval hook.  Theorem 1 covers
+        releasing g with the value, so an interval from g is post-processing."""
+        value, g = self._noisy(state, source, size)
+        return self._project(value), g
+
+    def _noisy(self, state: tuple[Any, float], source: RandomSource, size: int | None
+               ) -> tuple[Any, Any]:
         (kind, x), value = state
         bm = self.bound_mechanism
         if kind == "prepared":
-            g = bm.draw(x, self.epsilon_bound, self.delta, source, size)
-            scale = np.maximum(g, _TINY) / self.epsilon_release
+            g = np.maximum(bm.draw(x, self.epsilon_bound, self.delta, source, size), _TINY)
+            scale = g / self.epsilon_release
             if size is None:
-                return add_noise(value, float(scale), _unit_laplace(), source)
+                return add_noise(value, float(scale), _unit_laplace(), source), float(g)
             if source.secure or getattr(source, "exact", False):
                 lap = _unit_laplace()
-                return np.array([add_noise(value, float(s), lap, source) for s in scale])
-            return add_noise(value, scale, _unit_laplace(), source, size)
+                return np.array([add_noise(value, float(s), lap, source) for s in scale]), g
+            return add_noise(value, scale, _unit_laplace(), source, size), g
 
-        def one() -> float:
-            g = float(bm.bound(self.query, x, self.epsilon_bound, self.delta, source))
-            return add_noise(value, max(g, _TINY) / self.epsilon_release, _unit_laplace(), source)
+        def one() -> tuple[float, float]:
+            g = max(float(bm.bound(self.query, x, self.epsilon_bound, self.delta, source)), _TINY)
+            return add_noise(value, g / self.epsilon_release, _unit_laplace(), source), g
 
-        return repeat_draw(one, size)
+        if size is None:
+            return one()
+        pairs = repeat_draw(one, size)
+        return [v for v, _ in pairs], np.array([g for _, g in pairs], dtype=np.float64)
 
     def output_distribution(self, data: Any, points: int = 4001) -> OutputDistribution:
         """The law of the value: a Laplace mixture over the noisy bound (numerical quadrature).

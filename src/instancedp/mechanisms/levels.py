@@ -348,6 +348,8 @@ class InstanceBasedNoise(Mechanism):
                 allowed="(0, 1)",
             )
         self._level_of = level_of
+        #: the public level graph (set by :meth:`from_levels`; None: not stated)
+        self.adjacency: list[set[int]] | None = None
         self._rates = lam.copy()
         self._rates.setflags(write=False)
         self.query = query
@@ -391,7 +393,9 @@ class InstanceBasedNoise(Mechanism):
             adjacency = layered_adjacency(_levels_array(levels).size)
         # level_rates checks Theorem 14 on exactly this graph before returning.
         rates = level_rates(levels, adjacency, epsilon, delta, method=method)
-        return cls(query, epsilon, delta=delta, level_of=level_of, rates=rates)
+        mech = cls(query, epsilon, delta=delta, level_of=level_of, rates=rates)
+        mech.adjacency = _adjacency_sets(adjacency, mech.rates.size)
+        return mech
 
     @property
     def rates(self) -> np.ndarray:
@@ -400,6 +404,16 @@ class InstanceBasedNoise(Mechanism):
     @property
     def guarantee(self) -> ApproxDP:
         return ApproxDP(self.epsilon, self.delta)
+
+    def log_rate_sensitivity(self) -> float | None:
+        """max |ln λ_k − ln λ_l| over the level graph's edges: how far ln λ_x moves
+        between neighbours (they sit in one level or in adjacent ones); None when the
+        level graph was not stated (the interval hook: a noisy ln λ_x is then private)."""
+        if self.adjacency is None:
+            return None
+        log = np.log(self._rates)
+        return max((abs(float(log[k] - log[j])) for k, nb in enumerate(self.adjacency)
+                    for j in nb), default=0.0)
 
     def mechanism_parameters(self) -> dict[str, Any]:
         return {"n_levels": int(self._rates.size), "rates": self._rates.tolist()}

@@ -139,6 +139,11 @@ class ProposeTestRelease(Mechanism):
         """The integer T the noisy distance must reach (public)."""
         return stability_threshold(self._eps_step, self.delta)
 
+    @property
+    def noise_scale(self) -> float:
+        """The Laplace scale b/ε′ of a passed release (public: the proposal and ε)."""
+        return self.bound / self._eps_step
+
     def mechanism_parameters(self) -> dict[str, Any]:
         return {
             "bound": self.bound,
@@ -156,7 +161,7 @@ class ProposeTestRelease(Mechanism):
 
     def _draw(self, state: tuple[float, float], source: RandomSource, size: int | None) -> Any:
         d, value = state
-        scale = self.bound / self._eps_step
+        scale = self.noise_scale
         passed = noisy_distance_passes(d, self._eps_step, self.delta, source, size)
         if size is None:
             return self._project(add_noise(value, scale, _unit_laplace(), source)) if passed \
@@ -181,5 +186,5 @@ class ProposeTestRelease(Mechanism):
         p = self.pass_probability(data)
         value = float(self.query.value(data))
         return self._project_law(OutputDistribution.additive(
-            value, self.bound / self._eps_step, _unit_laplace(), atoms={None: 1.0 - p}
+            value, self.noise_scale, _unit_laplace(), atoms={None: 1.0 - p}
         ))

@@ -120,14 +120,21 @@ def _laplace_noise(center: Any, scale: Any, source: RandomSource, size: int | No
     return np.array([add_noise(float(ci), float(si), lap, source) for ci, si in pairs])
 
 
-def _naive_draw(a: Any, b: Any, eps: float, source: RandomSource, size: int | None) -> Any:
-    return _laplace_noise(a, 2 / eps, source, size) / _laplace_noise(b, 2 / eps, source, size)
+def _naive_parts(a: Any, b: Any, eps: float, source: RandomSource, size: int | None
+                 ) -> tuple[Any, dict[str, Any]]:
+    """(â/b̂, its parts): the two noisy counts are the ε-DP release; the ratio and a
+    confidence interval are post-processing of them."""
+    num = _laplace_noise(a, 2 / eps, source, size)
+    den = _laplace_noise(b, 2 / eps, source, size)
+    return num / den, {"noisy_a": num, "noisy_b": den, "scale": 2 / eps}
 
 
-def _ksw_draw(a: int, b: int, eps: float, source: RandomSource, size: int | None) -> Any:
+def _ksw_parts(a: int, b: int, eps: float, source: RandomSource, size: int | None
+               ) -> tuple[Any, dict[str, Any]]:
+    """(ô/(ô + ẑ), its parts): (a, b − a) plus Laplace noise is the ε-DP release."""
     ones = _laplace_noise(a, 1 / eps, source, size)
     zeros = _laplace_noise(b - a, 1 / eps, source, size)
-    return ones / (ones + zeros)
+    return ones / (ones + zeros), {"noisy_ones": ones, "noisy_zeros": zeros, "scale": 1 / eps}
 
 
 def bound_scale(epsilon_bound: float) -> Fraction:
@@ -136,7 +143,7 @@ def bound_scale(epsilon_bound: float) -> Fraction:
     return 2 / Fraction(epsilon_bound)
 
 
-def _bounded_ls_draw(
+def _bounded_ls_parts(
     a: int,
     b: int,
     eps: float,
@@ -144,7 +151,10 @@ def _bounded_ls_draw(
     bound_fraction: float,
     source: RandomSource,
     size: int | None,
-) -> Any:
+) -> tuple[Any, dict[str, Any]]:
+    """(value, its parts): the bound g with the value (LS-bound note Thm. 1 covers
+    releasing both), and where the bound bails out the naive draw's two noisy counts
+    at ε2 (nan elsewhere)."""
     eps1, eps2 = _split(eps, bound_fraction)
     if int(b) < 1 or not 0 <= int(a) <= int(b):
         raise ParameterError(f"counts must satisfy 0 <= a <= b and b >= 1, got a={a}, b={b}")
@@ -152,17 +162,26 @@ def _bounded_ls_draw(
     a_hat = int(a) + np.asarray(sample_discrete_laplace(scale, source, size))
     b_hat = int(b) + np.asarray(sample_discrete_laplace(scale, source, size))
     g = sensitivity_bound(a_hat, b_hat, interval_halfwidth(scale, delta))
+    parts: dict[str, Any] = {"epsilon_release": eps2, "bail_scale": 2 / eps2}
     if size is None:
         g = float(g)
         if math.isnan(g):
-            return _naive_draw(a, b, eps2, source, None)
-        return _laplace_noise(a / b, g / eps2, source, None)
+            value, naive = _naive_parts(a, b, eps2, source, None)
+            return value, {**parts, "bound": g, "noisy_a": naive["noisy_a"],
+                           "noisy_b": naive["noisy_b"]}
+        value = _laplace_noise(a / b, g / eps2, source, None)
+        return value, {**parts, "bound": g, "noisy_a": math.nan, "noisy_b": math.nan}
     bail = np.isnan(g)
-    out = np.asarray(_laplace_noise(a / b, np.where(bail, 0.0, g) / eps2, source, size))
+    # the bail-outs' entries are replaced below; their placeholder scale must be > 0 for
+    # the exact path (0 made sample() on a secure source fail whenever a draw bailed out)
+    out = np.asarray(_laplace_noise(a / b, np.where(bail, 1.0, g) / eps2, source, size))
+    noisy_a = np.full(size, np.nan)
+    noisy_b = np.full(size, np.nan)
     k = int(bail.sum())
     if k:
-        out[bail] = _naive_draw(a, b, eps2, source, k)
-    return out
+        out[bail], naive = _naive_parts(a, b, eps2, source, k)
+        noisy_a[bail], noisy_b[bail] = naive["noisy_a"], naive["noisy_b"]
+    return out, {**parts, "bound": g, "noisy_a": noisy_a, "noisy_b": noisy_b}
 
 
 def draw(
@@ -179,14 +198,30 @@ def draw(
 
     The single body behind :func:`naive`, :func:`ksw`, :func:`bounded_ls`,
     :func:`simulate` and :class:`PrivateRatio` (release and sample)."""
+    return draw_parts(method, a, b, epsilon, source, size, delta, bound_fraction)[0]
+
+
+def draw_parts(
+    method: str,
+    a: int,
+    b: int,
+    epsilon: float,
+    source: RandomSource,
+    size: int | None = None,
+    delta: float | None = None,
+    bound_fraction: float = DEFAULT_BOUND_FRACTION,
+) -> tuple[Any, dict[str, Any]]:
+    """:func:`draw` and the private quantities the value is a function of (the noisy
+    counts; bounded-ls: the bound g), which the method's guarantee already covers:
+    a confidence interval computed from them is post-processing."""
     eps = _validate.epsilon(epsilon)
     if method == "naive":
-        return _naive_draw(a, b, eps, source, size)
+        return _naive_parts(a, b, eps, source, size)
     if method == "ksw":
-        return _ksw_draw(a, b, eps, source, size)
+        return _ksw_parts(a, b, eps, source, size)
     if method == "bounded_ls":
         dl = _validate.delta(delta, allow_zero=False)
-        return _bounded_ls_draw(a, b, eps, dl, bound_fraction, source, size)
+        return _bounded_ls_parts(a, b, eps, dl, bound_fraction, source, size)
     raise ParameterError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
 
 
@@ -321,12 +356,17 @@ class PrivateRatio(Mechanism):
         return self.counts(data)
 
     def _draw(self, state: tuple[int, int], source: RandomSource, size: int | None) -> Any:
+        return self._draw_parts(state, source, size)[0]
+
+    def _draw_parts(self, state: tuple[int, int], source: RandomSource, size: int | None
+                    ) -> tuple[Any, dict[str, Any]]:
+        """The draw and its parts (:func:`draw_parts`): the interval hook."""
         a, b = state
-        value = draw(
+        value, parts = draw_parts(
             self.method, a, b, self.epsilon, source, size, self.delta, self.bound_fraction
         )
         if not self.clip:
-            return value
+            return value, parts
         v = np.asarray(value, dtype=np.float64)
         v = np.where(np.isnan(v), 0.5, np.clip(v, 0.0, 1.0))
-        return float(v) if size is None else v
+        return (float(v) if size is None else v), parts
