@@ -356,6 +356,24 @@ def above_threshold_scan(
     return float(geometric_candidates(i, 1, beta, scale)[0])
 
 
+def clamped_reader(x: np.ndarray) -> Callable[[float, float], Callable[[int, int], np.ndarray]]:
+    """In memory, ``read(lo, hi)`` → the rank reader (``read(start, stop)`` of
+    :meth:`~instancedp.mechanisms.quantile.ExponentialQuantile.pieces`) of the sorted
+    rows ``x`` clamped to [lo, hi]; out of core the engine's ``order_window`` plays it."""
+    from ..backends.numpy import pad_window
+
+    def read(lo: float, hi: float) -> Callable[[int, int], np.ndarray]:
+        z = np.clip(x, lo, hi) + 0.0  # sorted stays sorted; −0.0 → 0.0 as the engines
+
+        def window(start: int, stop: int) -> np.ndarray:
+            return pad_window(z[max(start, 0):], start, stop, lo, hi,
+                              offset=max(start, 0), n=z.size)
+
+        return window
+
+    return read
+
+
 class UnboundedQuantile(Mechanism):
     """ε-DP q-quantile without bounds (module docstring: a scan, then the
     exponential mechanism on the bracket it released).
@@ -596,18 +614,7 @@ class UnboundedQuantile(Mechanism):
         return em._draw(em.pieces(counts.n, read(em.lower, em.upper)), source)
 
     def _draw(self, x: np.ndarray, source: RandomSource) -> float:
-        def read(lo: float, hi: float) -> Callable[[int, int], np.ndarray]:
-            from ..backends.numpy import pad_window
-
-            z = np.clip(x, lo, hi) + 0.0  # sorted stays sorted; −0.0 → 0.0 as the engines
-
-            def window(start: int, stop: int) -> np.ndarray:
-                return pad_window(z[max(start, 0):], start, stop, lo, hi,
-                                  offset=max(start, 0), n=z.size)
-
-            return window
-
-        return self.draw_from(RankCounts(x), read, source)
+        return self.draw_from(RankCounts(x), clamped_reader(x), source)
 
     def release(self, data: Any, rng: Any = None) -> Release:
         source: RandomSource = resolve(rng)

@@ -23,7 +23,7 @@ from ..privacy import PureDP
 from ..random import RandomSource, resolve
 from .base import Mechanism, Release
 from .quantile import score_sensitivity
-from .unbounded import _MAX, RankCounts, UnboundedQuantile
+from .unbounded import _MAX, RankCounts, UnboundedQuantile, clamped_reader
 
 _RELATIONS = ("add_remove", "substitution")
 
@@ -220,18 +220,7 @@ class GridMedian(Mechanism):
         return float(em._draw(em.pieces(counts.n, read(em.lower, em.upper)), source))
 
     def _draw(self, x: np.ndarray, source: RandomSource) -> float:
-        from ..backends.numpy import pad_window
-
-        def read(lo: float, hi: float) -> Any:
-            z = np.clip(x, lo, hi) + 0.0
-
-            def window(start: int, stop: int) -> np.ndarray:
-                return pad_window(z[max(start, 0):], start, stop, lo, hi,
-                                  offset=max(start, 0), n=z.size)
-
-            return window
-
-        return self.draw_from(RankCounts(x), read, source)
+        return self.draw_from(RankCounts(x), clamped_reader(x), source)
 
     def release(self, data: Any, rng: Any = None) -> Release:
         source = resolve(rng)
