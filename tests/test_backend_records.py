@@ -115,9 +115,11 @@ def test_postgresql_gives_the_same_bytes(expected, postgres_url):
 def test_spark_frame_and_table_give_the_same_bytes(expected, spark):
     df = spark.createDataFrame([(float(v),) for v in ROWS], "v double")
     # min and max read the sorted column as the trimmed mean does (kept: both windows and
-    # the sum between them): left out here for time
-    got = _records(df, skip=("min", "max"))
-    assert got == {k: v for k, v in expected.items() if k not in ("min", "max")}
+    # the sum between them), and sum and mean the count-and-sum aggregate
+    # test_spark_backend compares with the reference: left out here for time
+    skip = ("min", "max", "sum", "mean")
+    got = _records(df, skip=skip)
+    assert got == {k: v for k, v in expected.items() if k not in skip}
     df.createOrReplaceTempView("records_t")
     with Session("records_t", PureDP(1.0), spark=spark) as s:  # a table name: one release
         r = s.release_statistic("count", "v", epsilon=1.0, rng=simulation(11))
