@@ -802,7 +802,7 @@ def _unique(keys: np.ndarray) -> tuple[list[Any], np.ndarray]:
     """The distinct keys (None and NaN excluded later) and each row's index into them."""
     # a NaN key breaks the sort of an object array silently (NaN compares false both
     # ways: 1.0 next to NaNs was counted once): such keys take the dictionary path
-    if not any(_missing_key(k) for k in keys):
+    if not _has_missing_key(keys):
         try:
             uniq, inv = np.unique(keys, return_inverse=True)
             return list(uniq), inv.reshape(-1)
@@ -823,6 +823,17 @@ def key_counts(keys: np.ndarray) -> dict[Any, int]:
 
 def _missing_key(k: Any) -> bool:
     return k is None or (isinstance(k, float) and math.isnan(k))
+
+
+def _has_missing_key(keys: np.ndarray) -> bool:
+    """Whether a key is None or NaN: vectorised for numeric keys (an integer or text
+    array holds neither), one pass in Python for object arrays only."""
+    keys = np.asarray(keys)
+    if keys.dtype.kind == "f":
+        return bool(np.isnan(keys).any())
+    if keys.dtype.kind != "O":
+        return False
+    return any(_missing_key(k) for k in keys)
 
 
 def group_values(keys: np.ndarray, values: np.ndarray | None,
