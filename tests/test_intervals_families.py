@@ -17,6 +17,7 @@ import math
 import networkx as nx
 import numpy as np
 import pytest
+from interval_support import assert_same_but_moving
 from scipy.stats import binom
 
 from instancedp import intervals as iv
@@ -328,14 +329,7 @@ MOVING = {"lower", "upper", "bound", "noisy_a", "noisy_b", "noisy_ones", "noisy_
 
 
 def _same_but_values(ra, rb):
-    ca, cb = dict(ra.pop("ci")), dict(rb.pop("ci"))
-    ra.pop("value"), rb.pop("value")
-    assert ra == rb
-    pa, pb = ca.pop("parameters"), cb.pop("parameters")
-    assert {k: v for k, v in ca.items() if k not in MOVING} == {
-        k: v for k, v in cb.items() if k not in MOVING}
-    assert {k: v for k, v in pa.items() if k not in MOVING} == {
-        k: v for k, v in pb.items() if k not in MOVING}
+    assert_same_but_moving(ra, rb, MOVING)
 
 
 @pytest.mark.parametrize("statistic,options", [
