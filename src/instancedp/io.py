@@ -508,20 +508,17 @@ def declared_resolution(source: Any, column: str | None = None) -> float | None:
     booleans, Python lists and files declare none.  Read from the container's type,
     never from a row: the type is the schema the caller passes, public like the
     bounds (a type *inferred* from the rows, e.g. by a CSV reader, is the caller's to
-    fix before passing it).
+    fix before passing it).  The column is picked as :func:`read_column` picks it
+    (:func:`_pick_column`); a column it would refuse declares nothing here.
     """
-    col = None if column is None else str(column)
     mod = type(source).__module__.split(".")[0]
     try:
         if mod == "pandas":
             import pandas as pd
 
             if isinstance(source, pd.DataFrame):
-                cols = [c for c in source.columns if str(c) == col] if col is not None else (
-                    list(source.columns) if source.shape[1] == 1 else [])
-                if len(cols) != 1:
-                    return None
-                source = source[cols[0]]
+                col = _pick_column([str(c) for c in source.columns], column, "the DataFrame")
+                source = source[[c for c in source.columns if str(c) == col][0]]
             dtype = source.dtype
             if isinstance(dtype, pd.ArrowDtype):
                 return _arrow_resolution(dtype.pyarrow_dtype)
@@ -532,29 +529,24 @@ def declared_resolution(source: Any, column: str | None = None) -> float | None:
             import polars as pl
 
             if isinstance(source, pl.DataFrame):
-                if col is None and source.width != 1:
-                    return None
-                source = source.get_column(col if col is not None else source.columns[0])
-            if isinstance(source, pl.Series):
-                return _arrow_resolution(source.to_arrow().type)
-            return None
+                source = source.get_column(_pick_column(list(source.columns), column,
+                                                        "the DataFrame"))
+            return _arrow_resolution(source.to_arrow().type) if isinstance(
+                source, pl.Series) else None
         if mod == "pyarrow":
             import pyarrow as pa
 
             if isinstance(source, pa.Table | pa.RecordBatch):
-                if col is None and source.num_columns != 1:
-                    return None
-                source = source.column(col if col is not None else 0)
-            if isinstance(source, pa.Array | pa.ChunkedArray):
-                return _arrow_resolution(source.type)
-            return None
+                source = source.column(_pick_column(list(source.column_names), column,
+                                                    "the Arrow table"))
+            return _arrow_resolution(source.type) if isinstance(
+                source, pa.Array | pa.ChunkedArray) else None
         if isinstance(source, np.ndarray):
             if source.dtype.names:
-                if col not in source.dtype.names:
-                    return None
-                source = source[col]
+                source = source[_pick_column(list(source.dtype.names), column,
+                                             "the structured array")]
             return 1.0 if source.dtype.kind in "iu" else None
-    except (KeyError, TypeError, ValueError):  # no such column: the reader names it
+    except DataError:  # a column read_column refuses: it names the problem
         return None
     return None
 
