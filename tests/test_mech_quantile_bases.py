@@ -247,7 +247,7 @@ def test_default_rule_reads_public_information_only():
     m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), resolution=1)
     assert m.base == "grid" and m.parameters()["neighbours"] == "add_remove"
     m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), neighbours="substitution")
-    assert m.base == "log" and m.neighbours == "substitution"
+    assert m.base == "log-atoms" and m.neighbours == "substitution"
 
 
 def test_declared_resolution_picks_the_log_grid_under_both_relations():

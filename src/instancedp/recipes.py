@@ -532,13 +532,16 @@ def build_mechanism(
         # on a logarithmic scale over the public range: robust to bounds far wider
         # than the data, and the most accurate on the real columns of
         # docs/results/accuracy.md under both relations (a public choice: it reads
-        # neither n nor the rows).  With a declared resolution, the same log measure
-        # restricted to the public grid ("log-grid"): ties release exactly; its finite
-        # candidate set is released by permute-and-flip (never less accurate than
-        # the exponential mechanism on the same utilities, McKenna & Sheldon 2020).
+        # neither n nor the rows), with 5 % of it on public atoms at round numbers
+        # (mechanisms/atoms.py: ties on them release exactly, continuous columns
+        # lose < 1 %, docs/results/accuracy_grid.md).  With a declared resolution,
+        # the same log measure restricted to the public grid ("log-grid"): ties
+        # release exactly; its finite candidate set is released by permute-and-flip
+        # (never less accurate than the exponential mechanism on the same
+        # utilities, McKenna & Sheldon 2020).
         if resolution is not None:
             return M.ExponentialQuantile(query, eps, base="log-grid", resolution=resolution)
-        return M.ExponentialQuantile(query, eps, base="log")
+        return M.ExponentialQuantile(query, eps, base="log-atoms")
     # bounded-ls
     if d is None:
         raise _needs_delta("bounded-ls")

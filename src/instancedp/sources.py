@@ -526,15 +526,15 @@ def serves_out_of_core(mechanism: Any) -> bool:
 
 
 def staged_quantile(mechanism: Any) -> bool:
-    """Whether ``mechanism`` is an exponential quantile on a continuous base (uniform or
-    log), drawn in stages from ``count`` and ``order_window``
+    """Whether ``mechanism`` is an exponential quantile on a continuous base (uniform,
+    log, log-log or log-atoms), drawn in stages from ``count`` and ``order_window``
     (:meth:`~instancedp.mechanisms.quantile.ExponentialQuantile.pieces`); its grid bases
     read every grid segment and stay in memory (out of core a declared resolution is
     :class:`CandidateQuantile`)."""
     from .mechanisms.quantile import ExponentialQuantile
 
     return isinstance(mechanism, ExponentialQuantile) and mechanism.base in (
-        "uniform", "log", "log-log")
+        "uniform", "log", "log-log", "log-atoms")
 
 
 def sorted_query(mechanism: Any) -> bool:
