@@ -131,20 +131,27 @@ def run(quick: bool, jobs: int, log) -> tuple[list[dict], dict, float, list[str]
     if failed:
         log(f"diffprivlib raised on {len(failed)} cells (no result): " + ", ".join(failed))
     # where the substitution default is smooth sensitivity (ε·n ≥ 2000), the
-    # exponential mechanism under substitution beside it: the rule's price on these cells
+    # exponential mechanism under substitution beside it: the rule's price on these cells;
+    # and everywhere, the add/remove default's log base without its atoms (the atoms'
+    # price and gain)
     sys.path.insert(0, str(ROOT / "src"))
+    from instancedp.mechanisms.quantile import ExponentialQuantile
+    from instancedp.queries.order import Quantile
     from instancedp.random import simulation
     from instancedp.recipes import build_mechanism
 
     for cell in cells:
-        if cell["n"] * cell["epsilon"] < 2000:
-            continue
-        mech = build_mechanism("quantile", cell["epsilon"], mechanism="exponential",
-                               bounds=(cell["lower"], cell["upper"]), quantile=cell["q"],
-                               neighbours="substitution")
-        src = simulation(cell["seed"])
-        results[cell["key"]]["em-log/sub"] = np.array(
-            [mech.sample(x, DRAWS, src) for x in samples[cell["sample"]]])
+        bounds, q, eps = (cell["lower"], cell["upper"]), cell["q"], cell["epsilon"]
+        extra = {"log/ar": ExponentialQuantile(Quantile(q, *bounds, neighbours="add_remove"),
+                                               eps, base="log")}
+        if cell["n"] * eps >= 2000:
+            extra["em/sub"] = build_mechanism("quantile", eps, mechanism="exponential",
+                                              bounds=bounds, quantile=q,
+                                              neighbours="substitution")
+        for name, mech in extra.items():
+            src = simulation(cell["seed"])
+            results[cell["key"]][name] = np.array(
+                [mech.sample(x, DRAWS, src) for x in samples[cell["sample"]]])
     rows = acc.summarise(cells, samples, results)["cells"]
     for r in rows:  # what an in-memory integer column gets from a Session
         for tag in ("ar", "sub"):
@@ -217,7 +224,7 @@ def write(rows: list[dict], versions: dict, seconds: float, quick: bool, out: Pa
                 lines.append(f"| {name} | {c['cells']} | {c['geomean']:.2f} | {qs} | "
                              f"{c['cells_le_1']} | {c['cells_le_0.5']} |")
             lines.append("")
-    lines += smooth_rule_lines(rows)
+    lines += atoms_lines(rows) + smooth_rule_lines(rows)
     for tag in ("ar", "sub"):
         c = comp.get(f"{tag}|mae|all")
         if c and c["losing"]:
@@ -231,8 +238,8 @@ def write(rows: list[dict], versions: dict, seconds: float, quick: bool, out: Pa
 
 def smooth_rule_lines(rows: list[dict]) -> list[str]:
     """The substitution default (smooth sensitivity at ε·n ≥ 2000) ÷ the exponential
-    mechanism under substitution (log base) on the same subsamples, per ε and kind of
-    family (MAE)."""
+    mechanism under substitution (its default base: log with atoms) on the same
+    subsamples, per ε and kind of family (MAE)."""
     out = ["## Substitution at ε·n ≥ 2000: smooth sensitivity (the default) ÷ the "
            "exponential mechanism", "",
            "| families | ε | cells | geomean | min / median / max | smooth better |",
@@ -242,13 +249,32 @@ def smooth_rule_lines(rows: list[dict]) -> list[str]:
                         ("ties in floats", ("mixture", "few-values"))):
         for e in EPSILONS:
             v = [max(r["mae"]["default/sub"], acc._floor(r))
-                 / max(r["mae"]["em-log/sub"], acc._floor(r))
-                 for r in rows if "em-log/sub" in r["mae"] and r["column"] in fams
+                 / max(r["mae"]["em/sub"], acc._floor(r))
+                 for r in rows if "em/sub" in r["mae"] and r["column"] in fams
                  and r["epsilon"] == e]
             if v:
                 out.append(f"| {label} | {e:g} | {len(v)} | {acc._gm(v):.2f} | "
                            f"{acc._num(min(v))} / {acc._num(float(np.median(v)))} / "
                            f"{acc._num(max(v))} | {sum(x < 1 for x in v)} |")
+    return out + [""]
+
+
+def atoms_lines(rows: list[dict]) -> list[str]:
+    """The add/remove default without a declared resolution (log base with atoms) ÷ the
+    same log base without atoms, per family (MAE, the same subsamples and seeds)."""
+    out = ["## The atoms at round numbers: `default/ar` (log base with atoms) ÷ the log "
+           "base alone", "",
+           "Both without a declared resolution (on the integer families too), under "
+           "add/remove. Ratios below 1: the atoms help.", "",
+           "| family | cells | geomean | min / median / max | ≤ 0.5 | > 1.1 |",
+           "|---|---|---|---|---|---|"]
+    for fam in FAMILIES:
+        v = [max(r["mae"]["default/ar"], acc._floor(r)) / max(r["mae"]["log/ar"], acc._floor(r))
+             for r in rows if r["column"] == fam and "log/ar" in r["mae"]]
+        if v:
+            out.append(f"| {fam} | {len(v)} | {acc._gm(v):.3f} | {acc._num(min(v))} / "
+                       f"{acc._num(float(np.median(v)))} / {acc._num(max(v))} | "
+                       f"{sum(x <= 0.5 for x in v)} | {sum(x > 1.1 for x in v)} |")
     return out + [""]
 
 

@@ -237,16 +237,18 @@ def test_all_equal_rows_and_ties_on_grid():
 
 def test_default_rule_reads_public_information_only():
     from instancedp.mechanisms.loglog import LogLogQuantile
-    from instancedp.mechanisms.quantile import default_quantile_mechanism
     from instancedp.mechanisms.unbounded import UnboundedQuantile
+    from instancedp.recipes import build_mechanism
 
-    m = default_quantile_mechanism(0.5, 1.0, bounds=None)
+    m = build_mechanism("median", 1.0, bounds=None)
     assert isinstance(m, LogLogQuantile) and m.neighbours == "add_remove"
-    m = default_quantile_mechanism(0.9, 1.0, bounds=None, neighbours="substitution")
+    m = build_mechanism("quantile", 1.0, bounds=None, quantile=0.9, neighbours="substitution")
     assert isinstance(m, UnboundedQuantile) and m.neighbours == "substitution"
-    m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), resolution=1)
-    assert m.base == "grid" and m.parameters()["neighbours"] == "add_remove"
-    m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), neighbours="substitution")
+    m = build_mechanism("quantile", 1.0, bounds=(0, 100), quantile=0.9)
+    assert m.base == "log-atoms" and m.parameters()["neighbours"] == "add_remove"
+    # under substitution below the smooth rule's ε·n (n public)
+    m = build_mechanism("quantile", 1.0, bounds=(0, 100), quantile=0.9, n=100,
+                        neighbours="substitution")
     assert m.base == "log-atoms" and m.neighbours == "substitution"
 
 

@@ -1176,36 +1176,3 @@ def exponential_quantile_sample(
     cum = np.cumsum(w)
     idx = np.minimum(np.searchsorted(cum, gen.random(size) * cum[-1], side="right"), w.size - 1)
     return pts[idx] + gen.random(size) * (pts[idx + 1] - pts[idx])
-
-
-def default_quantile_mechanism(
-    q: float,
-    epsilon: float,
-    *,
-    bounds: tuple[float, float] | None,
-    neighbours: str = "add_remove",
-    resolution: float | None = None,
-) -> Mechanism:
-    """The proposed default quantile release, chosen from public information only.
-
-    ``bounds=None``: :func:`~instancedp.mechanisms.unbounded.bound_free_quantile`.
-    Otherwise the grid base (permute-and-flip on its finite candidates) on a declared
-    ``resolution`` (an integer type, a decimal scale, a user-given value —
-    never a type inferred from the rows), else the log base with atoms.  The rule reads
-    neither n nor the data (``docs/results/accuracy.md`` has the cells it was
-    chosen on).
-    """
-    from ..queries.order import Quantile
-
-    if bounds is None:
-        from .unbounded import bound_free_quantile
-
-        return bound_free_quantile(q, epsilon, neighbours=neighbours)
-    try:
-        query = Quantile(q, bounds[0], bounds[1], neighbours=neighbours)
-    except TypeError:  # a Quantile that does not take the relation yet
-        query = Quantile(q, bounds[0], bounds[1])
-        query.neighbours = neighbours
-    if resolution is not None:
-        return ExponentialQuantile(query, epsilon, base="grid", resolution=resolution)
-    return ExponentialQuantile(query, epsilon, base="log-atoms")
