@@ -1,5 +1,5 @@
-"""The log base with public atoms (``mechanisms/atoms.py``): the chart, the score's
-sensitivity by brute force, the exact privacy check over brute-force neighbour pairs
+"""The log base with public atoms (``mechanisms/atoms.py``): the chart, the exact
+privacy check over brute-force neighbour pairs
 under both relations, the release path against the exact law, ties released exactly,
 the staged (out-of-core) draw against its exact law and across engines, and records
 on adversarial neighbours."""
@@ -17,8 +17,7 @@ from instancedp.audit.profile import check_mechanism, neighbour_pairs_from_brute
 from instancedp.errors import ParameterError
 from instancedp.mechanisms import quantile as qmod
 from instancedp.mechanisms.atoms import AtomChart, atom_points, atom_rank
-from instancedp.mechanisms.quantile import ExponentialQuantile, score_sensitivity
-from instancedp.queries import brute
+from instancedp.mechanisms.quantile import ExponentialQuantile
 from instancedp.queries.order import Quantile
 from instancedp.random import simulation
 
@@ -82,32 +81,6 @@ def test_atom_rank_is_the_nearest_rank_in_the_run():
                     qn = Fraction(q) * n
                     best = min(range(below, below + k + 1), key=lambda i: (abs(i - qn), -i))
                     assert atom_rank(q, n, below, k) == best
-
-
-# -- the score's sensitivity (the lemma), by brute force -----------------------------------
-
-
-def interval_score(x, t, q):
-    """dist(q·n, {#{x < t}, …, #{x ≤ t}}) from the definition."""
-    x = np.asarray(x, float)
-    a, b = int(np.sum(x < t)), int(np.sum(x <= t))
-    qn = Fraction(q) * x.size
-    return float(min(abs(i - qn) for i in range(a, b + 1)))
-
-
-@pytest.mark.parametrize("relation", ["add_remove", "substitution"])
-@pytest.mark.parametrize("q", [0.5, 0.25, 0.9])
-def test_interval_score_sensitivity_is_tight(relation, q):
-    ts = (-0.5, 0.0, 0.5, 1.0, 2.0, 2.5, 3.0)
-    worst = 0.0
-    inputs = [((), [(v,) for v in DOMAIN])] if relation == "add_remove" else []
-    for n in range(1, 5):
-        inputs += [(x, brute.neighbours(x, relation, DOMAIN)) for x in brute.datasets(DOMAIN, n)]
-    for x, nbrs in inputs:
-        for y in nbrs:
-            worst = max(worst, max(abs(interval_score(x, t, q) - interval_score(y, t, q))
-                                   for t in ts))
-    assert worst == pytest.approx(score_sensitivity(q, relation))
 
 
 # -- exact privacy and the exact law ---------------------------------------------------------

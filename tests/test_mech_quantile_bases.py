@@ -6,6 +6,7 @@ grid_quantile_from_counts, the release path against the exact law."""
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -41,9 +42,12 @@ def pairs(relation, sizes=(1, 2, 3)):
 
 
 def score(x, t, q):
-    """|(1 − q)·#{x < t} − q·#{x > t}|, from the definition."""
+    """dist(q·n, {#{x < t}, …, #{x ≤ t}}), from the definition (|#{x < t} − q·n| off
+    the rows; the distance to a tied run's ranks on it)."""
     x = np.asarray(x, float)
-    return abs((1 - q) * np.sum(x < t) - q * np.sum(x > t))
+    a, b = int(np.sum(x < t)), int(np.sum(x <= t))
+    qn = Fraction(q) * x.size
+    return float(min(abs(i - qn) for i in range(a, b + 1)))
 
 
 @pytest.mark.parametrize("relation", ["add_remove", "substitution"])

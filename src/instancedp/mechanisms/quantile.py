@@ -1,4 +1,4 @@
-"""The exponential mechanism for quantiles, with four public base measures.
+"""The exponential mechanism for quantiles, with six public base measures.
 
 Smith 2011 ("Privacy-preserving statistical estimation with optimal
 convergence rates", §3); the ``exp`` baseline of Gillenwater, Joseph & Kulesza
@@ -6,13 +6,16 @@ convergence rates", §3); the ``exp`` baseline of Gillenwater, Joseph & Kulesza
 Dick & Vassilvitskii (ICML 2023, "Learning-augmented private algorithms for
 multiple quantile release").
 
-Score.  For a candidate t, with L(t) = #{x < t} and G(t) = #{x > t},
+Score.  For a candidate t, with L(t) = #{x < t} and E(t) = #{x = t},
 
-    s(t) = |(1 − q)·L(t) − q·G(t)|            (= |L(t) − q·n| between data points).
+    s(t) = dist(q·n, {L(t), …, L(t) + E(t)})   (= |L(t) − q·n| between data points):
 
-One row added or removed changes exactly one of L, G by one (or neither, for a
-row equal to t), so s moves by at most Δ = max(q, 1 − q) under add/remove; a
-substitution removes one row and adds one, so Δ = 1 there.  The release has
+the distance from the target rank to the ranks t can take — 0 up to rounding on
+a run of ties that holds the target rank, where the point score
+|(1 − q)·L − q·G| (Smith 2011, OpenDP) would charge the run's asymmetry.  One
+row added or removed moves s by at most Δ = max(q, 1 − q); a substitution by at
+most Δ = 1 (the lemma and proof in :mod:`~instancedp.mechanisms.atoms`;
+brute force in tests/test_mech_quantile_bases.py).  The release has
 density (probability, on a grid) proportional to
 
     μ(t) · exp(−ε · s(t) / (2Δ))
@@ -46,7 +49,11 @@ resolution):
   (ψ maps every double into (−1/α, 1/α)); :class:`LogLogQuantile` releases on
   the whole line with it.  A wide empty side gets mass ∝ a difference of
   (log |t|)^−α rather than of log |t|, at the price of a heavier tilt inside
-  the data.
+  the data;
+* ``"log-atoms"`` — the log base with 5 % of its mass on public atoms at round
+  numbers (:mod:`~instancedp.mechanisms.atoms`): ties on them release exactly
+  without a declared resolution; drawn by the same staged sampler, on the
+  atoms' expanded chart.
 
 Sampling is exact in law: the output's density (or mass) is constant on the
 segments between consecutive distinct rows, so a segment is drawn with
@@ -129,9 +136,22 @@ def score_sensitivity(q: float, neighbours: str) -> float:
     )
 
 
-def quantile_scores(below: np.ndarray, above: np.ndarray, q: float) -> np.ndarray:
-    """s = |(1 − q)·below − q·above|, elementwise."""
-    return np.abs((1.0 - q) * np.asarray(below, float) - q * np.asarray(above, float))
+def quantile_scores(below: np.ndarray, above: np.ndarray, q: float, n: int) -> np.ndarray:
+    """S = dist(q·n, {below, …, n − above}), elementwise (floats): the distance from the
+    target rank to the ranks a point holding n − below − above rows can take
+    (``mechanisms/atoms.py``: sensitivity max(q, 1 − q) under add/remove, 1 under
+    substitution).  |below − q·n| off the rows, 0 up to rounding on a run of ties
+    holding the target rank."""
+    a = np.asarray(below, dtype=np.float64)
+    b = n - np.asarray(above, dtype=np.float64)
+    qn = q * n
+    return np.where(qn < a, a - qn, np.where(qn > b, qn - b, np.abs(qn - np.floor(qn + 0.5))))
+
+
+def _score_terms(below: np.ndarray, above: np.ndarray, q: float, n: int) -> np.ndarray:
+    """A bound on the magnitudes :func:`quantile_scores` subtracts (its float error is
+    relative to them, not to the score, which may cancel)."""
+    return q * n + np.asarray(below, dtype=np.float64) + (n - np.asarray(above, np.float64))
 
 
 def log_scale_map(scale: float) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
@@ -290,12 +310,17 @@ def grid_segments(
     return starts, lengths, below, above
 
 
-def _grid_log_weights(lengths, below, above, q, epsilon, neighbours) -> np.ndarray:
+def _rows_of(below: np.ndarray, above: np.ndarray) -> int:
+    """n from :func:`grid_segments`' output: its first segment (the empty grid points
+    below every row) has 0 rows below and n above."""
+    return int(below[0] + above[0])
+
+
+def _grid_log_weights(lengths, below, above, q, epsilon, neighbours, n) -> np.ndarray:
     delta = score_sensitivity(q, neighbours)
     with np.errstate(divide="ignore"):
-        return np.log(lengths.astype(np.float64)) - epsilon * quantile_scores(below, above, q) / (
-            2.0 * delta
-        )
+        return np.log(lengths.astype(np.float64)) - epsilon * quantile_scores(
+            below, above, q, n) / (2.0 * delta)
 
 
 def permute_and_flip_probabilities(log_rates: Any) -> np.ndarray:
@@ -334,11 +359,15 @@ def _gauss_legendre_unit(nodes: int) -> tuple[np.ndarray, np.ndarray]:
     return (x + 1.0) / 2.0, w / 2.0
 
 
-def _score_ball(below: int, above: int, q: float) -> Any:
-    """s = |(1 − q)·below − q·above| as a ball (q a float: exact at the working precision)."""
+def _score_ball(below: int, above: int, q: float, n: int) -> Any:
+    """:func:`quantile_scores` as an exact ball (q a double: q·n is a dyadic rational)."""
+    from fractions import Fraction
+
     from flint import arb
 
-    return abs((arb(1) - arb(q)) * below - arb(q) * above)
+    qn, a, b = Fraction(q) * n, below, n - above
+    s = a - qn if qn < a else (qn - b if qn > b else abs(qn - math.floor(qn + Fraction(1, 2))))
+    return arb(s.numerator) / arb(s.denominator)
 
 
 def _rate_ball(epsilon: float, delta: float) -> Any:
@@ -349,27 +378,27 @@ def _rate_ball(epsilon: float, delta: float) -> Any:
 
 def permute_and_flip_segments(
     lengths: np.ndarray, below: np.ndarray, above: np.ndarray, q: float, epsilon: float,
-    neighbours: str,
+    neighbours: str, n: int,
 ) -> Callable[[RandomSource], tuple[int, int]]:
     """A sampler of (segment, offset) by exact permute-and-flip over segments of equal score.
 
-    Segment b holds ``lengths[b]`` candidates that all have the score
-    s_b = |(1 − q)·below_b − q·above_b|, utility −ε·s_b/(2Δ) (empty segments are
+    Segment b holds ``lengths[b]`` candidates that all have the score s_b
+    (:func:`quantile_scores`), utility −ε·s_b/(2Δ) (empty segments are
     dropped).  :func:`~instancedp.noise.exact.sample_permute_and_flip` with every
     ratio 1: the exact real-number law of :func:`permute_and_flip_probabilities`.
     Built once per table; each call of the returned function is one draw.
     """
     keep = np.flatnonzero(np.asarray(lengths) > 0)
     delta = score_sensitivity(q, neighbours)
-    s = quantile_scores(below[keep], above[keep], q)
+    s = quantile_scores(below[keep], above[keep], q, n)
     a = epsilon / (2.0 * delta)
     log_rate, sizes = -a * s, np.asarray(lengths)[keep]
     # the float score's error is relative to its terms, not to s (which may cancel)
-    terms = a * ((1.0 - q) * below[keep] + q * above[keep])
+    terms = a * _score_terms(below[keep], above[keep], q, n)
 
     def ball(b: int) -> Any:
         i = int(keep[b])
-        return -_rate_ball(epsilon, delta) * _score_ball(int(below[i]), int(above[i]), q)
+        return -_rate_ball(epsilon, delta) * _score_ball(int(below[i]), int(above[i]), q, n)
 
     def draw(source: RandomSource) -> tuple[int, int]:
         b, j = sample_permute_and_flip(log_rate, ball, sizes, terms, None, source)
@@ -437,12 +466,13 @@ def grid_quantile_from_counts(
     source = resolve(rng)
     if sampler == "permute-and-flip":
         starts, lengths, below, above = _count_segments(cnt)
-        b, j = permute_and_flip_segments(lengths, below, above, qf, eps, neighbours)(source)
+        b, j = permute_and_flip_segments(lengths, below, above, qf, eps, neighbours,
+                                         int(cnt.sum()))(source)
         return float(cand[int(starts[b]) + j])
     n = int(cnt.sum())
     below = np.concatenate(([0], np.cumsum(cnt)[:-1]))
     above = n - below - cnt
-    logw = _grid_log_weights(np.ones_like(cnt), below, above, qf, eps, neighbours)
+    logw = _grid_log_weights(np.ones_like(cnt), below, above, qf, eps, neighbours, n)
     return float(cand[sample_index_from_log_weights(logw, source)])
 
 
@@ -458,7 +488,7 @@ def grid_quantile_probabilities(
     n = int(cnt.sum())
     below = np.concatenate(([0], np.cumsum(cnt)[:-1]))
     above = n - below - cnt
-    u = -eps * quantile_scores(below, above, qf) / (2.0 * score_sensitivity(qf, neighbours))
+    u = -eps * quantile_scores(below, above, qf, n) / (2.0 * score_sensitivity(qf, neighbours))
     if sampler == "permute-and-flip":
         return permute_and_flip_probabilities(u)
     p = np.exp(u - u.max())
@@ -697,7 +727,8 @@ class ExponentialQuantile(Mechanism):
     or ``Median`` (its bounds and q; its ``neighbours`` relation, substitution
     when it declares none).  ``base``: ``"uniform"``, ``"log"``, ``"grid"``,
     ``"log-grid"`` (these two need the public ``resolution``; the grid is
-    lower + k·resolution ≤ upper) or ``"log-log"``.  ``sampler`` (grid bases only):
+    lower + k·resolution ≤ upper), ``"log-log"`` or ``"log-atoms"`` (``atom_levels``:
+    its number of decimal levels, default 7).  ``sampler`` (grid bases only):
     ``"permute-and-flip"`` (default) or ``"exponential"`` (module docstring).
     The earlier call ``ExponentialQuantile(q, lower, upper, epsilon)`` still
     works (uniform base, substitution).  Guarantee: ``PureDP(epsilon)``.
@@ -844,7 +875,8 @@ class ExponentialQuantile(Mechanism):
         starts, lengths, below, above = grid_segments(
             self._grid_count, self._grid_index(self._rows(data))
         )
-        logw = _grid_log_weights(lengths, below, above, self.q, self.epsilon, self.neighbours)
+        logw = _grid_log_weights(lengths, below, above, self.q, self.epsilon, self.neighbours,
+                                 _rows_of(below, above))
         return starts, lengths, logw
 
     def _log_grid(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -857,7 +889,8 @@ class ExponentialQuantile(Mechanism):
         k = np.concatenate((starts, [self._grid_count])).astype(np.float64)
         edges = phi(self.lower + (k - 0.5) * self.resolution)
         delta = score_sensitivity(self.q, self.neighbours)
-        log_score = -self.epsilon * quantile_scores(below, above, self.q) / (2.0 * delta)
+        log_score = -self.epsilon * quantile_scores(below, above, self.q,
+                                                    _rows_of(below, above)) / (2.0 * delta)
         return starts, edges, log_score
 
     # -- permute-and-flip on the log grid -----------------------------------------------
@@ -929,10 +962,11 @@ class ExponentialQuantile(Mechanism):
         log_mu = self._log_cell_measure(probes).max(axis=0)
         delta = score_sensitivity(self.q, self.neighbours)
         a = self.epsilon / (2.0 * delta)
-        score = quantile_scores(below[segment], above[segment], self.q)
+        n = _rows_of(below, above)
+        score = quantile_scores(below[segment], above[segment], self.q, n)
         log_rate = -a * score + log_mu
         # float error: relative to the score's terms (s may cancel) and, in μ, to span/s
-        terms = a * ((1.0 - self.q) * below[segment] + self.q * above[segment])
+        terms = a * _score_terms(below[segment], above[segment], self.q, n)
         scale = terms + np.abs(log_mu) + span / s
         top_cache: dict[tuple[int, int], Any] = {}
 
@@ -951,8 +985,8 @@ class ExponentialQuantile(Mechanism):
 
         def ball(b: int) -> Any:
             i = int(segment[b])
-            return (-_rate_ball(self.epsilon, delta) * _score_ball(int(below[i]), int(above[i]),
-                                                                  self.q) + top(b).log())
+            return (-_rate_ball(self.epsilon, delta)
+                    * _score_ball(int(below[i]), int(above[i]), self.q, n) + top(b).log())
 
         def ratio(b: int, j: int) -> Any:
             return self._cell_measure_ball(int(bstart[b]) + j) / top(b)
@@ -973,8 +1007,8 @@ class ExponentialQuantile(Mechanism):
             )
             if self.base == "grid":
                 return starts, permute_and_flip_segments(
-                    lengths, below, above, self.q, self.epsilon, self.neighbours
-                )
+                    lengths, below, above, self.q, self.epsilon, self.neighbours,
+                    _rows_of(below, above))
             return self._log_grid_blocks(starts, lengths, below, above)
         if self.base == "grid":
             return self._grid(data)
@@ -1055,7 +1089,7 @@ class ExponentialQuantile(Mechanism):
         )
         k = np.arange(self._grid_count)
         seg = np.searchsorted(starts[lengths > 0], k, side="right") - 1
-        s = quantile_scores(below, above, self.q)[lengths > 0][seg]
+        s = quantile_scores(below, above, self.q, _rows_of(below, above))[lengths > 0][seg]
         u = -self.epsilon * s / (2.0 * score_sensitivity(self.q, self.neighbours))
         if self.base == "log-grid":
             u = u + self._log_cell_measure(k)
