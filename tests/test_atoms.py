@@ -99,7 +99,9 @@ def pairs(relation):
                                              ("substitution", 0.25)])
 def test_exactly_eps_dp_over_brute_force_pairs(relation, q):
     m = mech(q, relation)
-    check = check_mechanism(m, pairs(relation))
+    # the release path is sampled against the law in one cell (one code path); the exact
+    # privacy check runs in every cell
+    check = check_mechanism(m, pairs(relation), samples=2000 if q == 0.9 else 0)
     assert check.passed, check
     assert check.measured >= 0.35 * m.epsilon  # not loose
 
@@ -171,7 +173,7 @@ def test_staged_draw_follows_the_exact_law(monkeypatch):
                                 rng.uniform(18, 22, 6)]))
     m = mech(0.5, "add_remove", eps=40.0, levels=3, lo=0.0, hi=100.0)
     assert not m._memory_pieces(x).full
-    draws = m.sample(x, 4000, simulation(8))
+    draws = m.sample(x, 2000, simulation(8))
     monkeypatch.setattr(qmod, "WINDOW_EXPONENT", 1e9)
     law = m.output_distribution(x)
     top = sorted(law.atoms, key=law.atoms.get, reverse=True)[:7]
