@@ -1,6 +1,14 @@
 """Shared test settings: hypothesis is derandomised so that no test is flaky."""
 
-from hypothesis import HealthCheck, settings
+import os
+
+# One BLAS/OpenMP thread per test process, set before numpy loads: `make test` runs two
+# xdist workers on two cores, and a multi-threaded OpenBLAS in each (spinning threads
+# beside the other worker and the Spark JVM) made small eigenproblems 10-20x slower.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(
     "ci",
@@ -14,7 +22,6 @@ settings.load_profile("ci")
 # -- a throwaway PostgreSQL server (initdb + postgres as the `postgres` system user) ----------
 import contextlib  # noqa: E402
 import glob  # noqa: E402
-import os  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
 import subprocess  # noqa: E402
