@@ -3,8 +3,8 @@
 import os
 
 # One BLAS/OpenMP thread per test process, set before numpy loads: `make test` runs two
-# xdist workers on two cores, and a multi-threaded OpenBLAS in each (spinning threads
-# beside the other worker and the Spark JVM) made small eigenproblems 10-20x slower.
+# xdist workers on two cores, and a multi-threaded OpenBLAS in each spins beside the other
+# worker and the Spark JVM (a harness case whose eigenproblem takes about 1 s took 19 s).
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
