@@ -34,6 +34,7 @@ class BruteQuery:
         self.n = n
         self.name = name
         self.all = list(itertools.combinations_with_replacement(self.domain, n))
+        self._nb: dict[tuple, list[tuple]] = {}
         self._ls = {x: self._local(x) for x in self.all}
         self._ak: dict[tuple, list[float]] = {}
 
@@ -43,12 +44,14 @@ class BruteQuery:
 
     def neighbours_of(self, x) -> list[tuple]:
         x = self.key(x)
-        out = set()
-        for i in range(len(x)):
-            for v in self.domain:
-                if v != x[i]:
-                    out.add(tuple(sorted(x[:i] + (float(v),) + x[i + 1 :])))
-        return sorted(out)
+        if x not in self._nb:  # memo: every breadth-first search visits every dataset
+            out = set()
+            for i in range(len(x)):
+                for v in self.domain:
+                    if v != x[i]:
+                        out.add(tuple(sorted(x[:i] + (float(v),) + x[i + 1 :])))
+            self._nb[x] = sorted(out)
+        return list(self._nb[x])
 
     def _local(self, x) -> float:
         fx = self.f(x)
