@@ -16,10 +16,12 @@ per-cell cache): OpenDP 0.16 on its 1,001-point grid and, on the integer
 columns, the natural grid, under both relations; diffprivlib under
 substitution; Tumult Core under add/remove at n ≤ 1,000 only (one call on 10⁵
 rows takes seconds).  Instancedp: ``default`` (what ``build_mechanism`` returns
-with no mechanism named; under substitution with the public n, so smooth
-sensitivity where ε·n ≥ 2000), ``default+res`` on the integer columns, and
-``default-declared`` (``default+res`` where the column declares a resolution,
-else ``default``) — what a Session gives an in-memory integer column.
+with no mechanism named: the exponential mechanism, log base with atoms),
+``default+res`` on the integer columns, and ``default-declared``
+(``default+res`` where the column declares a resolution, else ``default``) —
+what a Session gives an in-memory integer column.  Beside them, on every cell
+the log base without atoms (``log/ar``), and at ε·n ≥ 2000 smooth sensitivity
+under substitution (``smooth/sub``, the default there before the atoms).
 
 Trials: S subsamples (with replacement, seeded) × 5 releases: S = 20 at n ≤
 1,000, 8 at 10⁴, 4 at 10⁵ (100, 40 and 20 trials; the Monte-Carlo noise is
@@ -130,21 +132,27 @@ def run(quick: bool, jobs: int, log) -> tuple[list[dict], dict, float, list[str]
                     and not acc.cell_file(job, "diffprivlib", c["key"]).exists())
     if failed:
         log(f"diffprivlib raised on {len(failed)} cells (no result): " + ", ".join(failed))
-    # where the substitution default is smooth sensitivity (ε·n ≥ 2000), the
-    # exponential mechanism under substitution beside it: the rule's price on these cells
+    # where smooth sensitivity was the substitution default (ε·n ≥ 2000, n public), that
+    # mechanism beside today's default; and everywhere, the add/remove default's log base
+    # without its atoms (the atoms' price and gain)
     sys.path.insert(0, str(ROOT / "src"))
+    from instancedp.mechanisms.quantile import ExponentialQuantile
+    from instancedp.queries.order import Quantile
     from instancedp.random import simulation
     from instancedp.recipes import build_mechanism
 
     for cell in cells:
-        if cell["n"] * cell["epsilon"] < 2000:
-            continue
-        mech = build_mechanism("quantile", cell["epsilon"], mechanism="exponential",
-                               bounds=(cell["lower"], cell["upper"]), quantile=cell["q"],
-                               neighbours="substitution")
-        src = simulation(cell["seed"])
-        results[cell["key"]]["em-log/sub"] = np.array(
-            [mech.sample(x, DRAWS, src) for x in samples[cell["sample"]]])
+        bounds, q, eps = (cell["lower"], cell["upper"]), cell["q"], cell["epsilon"]
+        extra = {"log/ar": ExponentialQuantile(Quantile(q, *bounds, neighbours="add_remove"),
+                                               eps, base="log")}
+        if cell["n"] * eps >= 2000:
+            extra["smooth/sub"] = build_mechanism("quantile", eps, mechanism="smooth",
+                                                  bounds=bounds, quantile=q, n=cell["n"],
+                                                  neighbours="substitution")
+        for name, mech in extra.items():
+            src = simulation(cell["seed"])
+            results[cell["key"]][name] = np.array(
+                [mech.sample(x, DRAWS, src) for x in samples[cell["sample"]]])
     rows = acc.summarise(cells, samples, results)["cells"]
     for r in rows:  # what an in-memory integer column gets from a Session
         for tag in ("ar", "sub"):
@@ -217,7 +225,7 @@ def write(rows: list[dict], versions: dict, seconds: float, quick: bool, out: Pa
                 lines.append(f"| {name} | {c['cells']} | {c['geomean']:.2f} | {qs} | "
                              f"{c['cells_le_1']} | {c['cells_le_0.5']} |")
             lines.append("")
-    lines += smooth_rule_lines(rows)
+    lines += atoms_lines(rows) + smooth_rule_lines(rows)
     for tag in ("ar", "sub"):
         c = comp.get(f"{tag}|mae|all")
         if c and c["losing"]:
@@ -230,25 +238,47 @@ def write(rows: list[dict], versions: dict, seconds: float, quick: bool, out: Pa
 
 
 def smooth_rule_lines(rows: list[dict]) -> list[str]:
-    """The substitution default (smooth sensitivity at ε·n ≥ 2000) ÷ the exponential
-    mechanism under substitution (log base) on the same subsamples, per ε and kind of
-    family (MAE)."""
-    out = ["## Substitution at ε·n ≥ 2000: smooth sensitivity (the default) ÷ the "
-           "exponential mechanism", "",
+    """Smooth sensitivity under substitution (its public γ from n; the default at
+    ε·n ≥ 2000 before the log base had atoms) ÷ today's default there (the exponential
+    mechanism, log base with atoms) on the same subsamples, per ε and kind of family
+    (MAE)."""
+    out = ["## Substitution at ε·n ≥ 2000: smooth sensitivity ÷ the default (the "
+           "exponential mechanism)", "",
+           "Smooth sensitivity was the substitution default on these cells for its "
+           "exactness on ties; it is not since the log base has atoms.", "",
            "| families | ε | cells | geomean | min / median / max | smooth better |",
            "|---|---|---|---|---|---|"]
     for label, fams in (("continuous (no ties)", ("normal", "lognormal", "uniform", "pareto")),
                         ("integer, undeclared here", ("poisson", "rounded-lognormal")),
                         ("ties in floats", ("mixture", "few-values"))):
         for e in EPSILONS:
-            v = [max(r["mae"]["default/sub"], acc._floor(r))
-                 / max(r["mae"]["em-log/sub"], acc._floor(r))
-                 for r in rows if "em-log/sub" in r["mae"] and r["column"] in fams
+            v = [max(r["mae"]["smooth/sub"], acc._floor(r))
+                 / max(r["mae"]["default/sub"], acc._floor(r))
+                 for r in rows if "smooth/sub" in r["mae"] and r["column"] in fams
                  and r["epsilon"] == e]
             if v:
                 out.append(f"| {label} | {e:g} | {len(v)} | {acc._gm(v):.2f} | "
                            f"{acc._num(min(v))} / {acc._num(float(np.median(v)))} / "
                            f"{acc._num(max(v))} | {sum(x < 1 for x in v)} |")
+    return out + [""]
+
+
+def atoms_lines(rows: list[dict]) -> list[str]:
+    """The add/remove default without a declared resolution (log base with atoms) ÷ the
+    same log base without atoms, per family (MAE, the same subsamples and seeds)."""
+    out = ["## The atoms at round numbers: `default/ar` (log base with atoms) ÷ the log "
+           "base alone", "",
+           "Both without a declared resolution (on the integer families too), under "
+           "add/remove. Ratios below 1: the atoms help.", "",
+           "| family | cells | geomean | min / median / max | ≤ 0.5 | > 1.1 |",
+           "|---|---|---|---|---|---|"]
+    for fam in FAMILIES:
+        v = [max(r["mae"]["default/ar"], acc._floor(r)) / max(r["mae"]["log/ar"], acc._floor(r))
+             for r in rows if r["column"] == fam and "log/ar" in r["mae"]]
+        if v:
+            out.append(f"| {fam} | {len(v)} | {acc._gm(v):.3f} | {acc._num(min(v))} / "
+                       f"{acc._num(float(np.median(v)))} / {acc._num(max(v))} | "
+                       f"{sum(x <= 0.5 for x in v)} | {sum(x > 1.1 for x in v)} |")
     return out + [""]
 
 

@@ -273,11 +273,10 @@ def grid_pf_error(x: np.ndarray, candidates: np.ndarray, q: float, epsilon: floa
                   f: float) -> float:
     """Permute-and-flip (OpenDP 0.16 ``make_private_quantile``) on the candidates:
     utility −ε·s(c)/(2Δ), s(c) = |(1 − q)·#(x < c) − q·#(x > c)|; exact law."""
-    from instancedp.mechanisms.quantile import quantile_scores
-
     below = np.searchsorted(x, candidates, side="left")
     above = x.size - np.searchsorted(x, candidates, side="right")
-    u = -epsilon * quantile_scores(below, above, q) / (2.0 * delta)
+    # OpenDP's score (the point score, not the library's interval score)
+    u = -epsilon * np.abs((1.0 - q) * below - q * above) / (2.0 * delta)
     return discrete_error(candidates, pf_probabilities(u), f)
 
 

@@ -12,6 +12,8 @@ import pytest
 
 from instancedp import PureDP, Session
 from instancedp.io import declared_resolution
+from instancedp.mechanisms.quantile import ExponentialQuantile
+from instancedp.queries.order import Median
 from instancedp.random import simulation
 
 INTS = np.array([40] * 50 + [38, 39, 41, 42] * 5)  # heavy ties at the median
@@ -60,17 +62,17 @@ def test_integer_column_releases_on_its_grid_float_column_on_the_log_base():
     assert r.parameters["base"] == "log-grid"
     assert r.parameters["resolution"] == 1.0
     assert r.parameters["sampler"] == "permute-and-flip"
-    assert _release(INTS.astype(float)).parameters["base"] == "log"
+    assert _release(INTS.astype(float)).parameters["base"] == "log-atoms"
     df = pd.DataFrame({"h": INTS, "f": INTS.astype(float)})
     assert _release(df, "h").parameters["base"] == "log-grid"
-    assert _release(df, "f").parameters["base"] == "log"
+    assert _release(df, "f").parameters["base"] == "log-atoms"
 
 
 def test_named_mechanism_given_resolution_and_oversized_grid_are_kept():
-    assert _release(INTS, mechanism="exponential").parameters["base"] == "log"
+    assert _release(INTS, mechanism="exponential").parameters["base"] == "log-atoms"
     assert _release(INTS, resolution=2.0).parameters["resolution"] == 2.0
     # 2^53 grid points or more cannot be indexed exactly: the continuous base stays
-    assert _release(INTS, bounds=(0.0, 1e300)).parameters["base"] == "log"
+    assert _release(INTS, bounds=(0.0, 1e300)).parameters["base"] == "log-atoms"
     assert _release(INTS, bounds=None).mechanism == "loglog_quantile"
 
 
@@ -93,12 +95,11 @@ def test_ties_release_exactly_on_the_grid():
     its log cell weight is at most 315 times 40's (the cell at 0, log scale 0.01), so in
     permute-and-flip's report-noisy-max form k beats 40 only if E_k − E_40 ≥ 27.5 − ln 315
     > 21.7: probability < e^−21.7 < 4·10⁻¹⁰ per k, < 4·10⁻⁸ per draw over the 100 other
-    points, < 2·10⁻⁶ for the 50 draws (the false-failure rate).  The continuous base puts
+    points, < 2·10⁻⁶ for the 50 draws (the false-failure rate).  The log base alone puts
     no mass on a single point: its draws are never exactly 40."""
     s = Session(INTS, PureDP(1000))
     grid = [s.release_statistic("median", epsilon=1.0, bounds=(0, 100),
                                 rng=simulation(i)).value for i in range(50)]
     assert grid == [40.0] * 50
-    cont = [s.release_statistic("median", epsilon=1.0, bounds=(0, 100), mechanism="exponential",
-                                rng=simulation(i)).value for i in range(50)]
-    assert not any(v == 40.0 for v in cont)
+    log = ExponentialQuantile(Median(0, 100, neighbours="add_remove"), 1.0, base="log")
+    assert not any(v == 40.0 for v in log.sample(INTS, 50, simulation(1)))

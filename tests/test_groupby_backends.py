@@ -185,7 +185,7 @@ def test_group_records_equal_one_single_release_per_group(tmp_path):
     assert r.guarantee == PureDP(1.0)
     # the single release's default: the staged exact exponential quantile (log base)
     assert r.parameters["mechanisms"]["median"] == "exponential_quantile"
-    assert r.parameters["per_group"]["median"]["base"] == "log"
+    assert r.parameters["per_group"]["median"]["base"] == "log-atoms"
 
 
 def _pairs(df: pd.DataFrame) -> list[tuple]:

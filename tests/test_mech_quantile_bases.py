@@ -6,6 +6,7 @@ grid_quantile_from_counts, the release path against the exact law."""
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -41,9 +42,12 @@ def pairs(relation, sizes=(1, 2, 3)):
 
 
 def score(x, t, q):
-    """|(1 − q)·#{x < t} − q·#{x > t}|, from the definition."""
+    """dist(q·n, {#{x < t}, …, #{x ≤ t}}), from the definition (|#{x < t} − q·n| off
+    the rows; the distance to a tied run's ranks on it)."""
     x = np.asarray(x, float)
-    return abs((1 - q) * np.sum(x < t) - q * np.sum(x > t))
+    a, b = int(np.sum(x < t)), int(np.sum(x <= t))
+    qn = Fraction(q) * x.size
+    return float(min(abs(i - qn) for i in range(a, b + 1)))
 
 
 @pytest.mark.parametrize("relation", ["add_remove", "substitution"])
@@ -247,17 +251,19 @@ def test_all_equal_rows_and_ties_on_grid():
 
 def test_default_rule_reads_public_information_only():
     from instancedp.mechanisms.loglog import LogLogQuantile
-    from instancedp.mechanisms.quantile import default_quantile_mechanism
     from instancedp.mechanisms.unbounded import UnboundedQuantile
+    from instancedp.recipes import build_mechanism
 
-    m = default_quantile_mechanism(0.5, 1.0, bounds=None)
+    m = build_mechanism("median", 1.0, bounds=None)
     assert isinstance(m, LogLogQuantile) and m.neighbours == "add_remove"
-    m = default_quantile_mechanism(0.9, 1.0, bounds=None, neighbours="substitution")
+    m = build_mechanism("quantile", 1.0, bounds=None, quantile=0.9, neighbours="substitution")
     assert isinstance(m, UnboundedQuantile) and m.neighbours == "substitution"
-    m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), resolution=1)
-    assert m.base == "grid" and m.parameters()["neighbours"] == "add_remove"
-    m = default_quantile_mechanism(0.9, 1.0, bounds=(0, 100), neighbours="substitution")
-    assert m.base == "log" and m.neighbours == "substitution"
+    m = build_mechanism("quantile", 1.0, bounds=(0, 100), quantile=0.9)
+    assert m.base == "log-atoms" and m.parameters()["neighbours"] == "add_remove"
+    # under substitution below the smooth rule's ε·n (n public)
+    m = build_mechanism("quantile", 1.0, bounds=(0, 100), quantile=0.9, n=100,
+                        neighbours="substitution")
+    assert m.base == "log-atoms" and m.neighbours == "substitution"
 
 
 def test_declared_resolution_picks_the_log_grid_under_both_relations():

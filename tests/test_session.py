@@ -202,48 +202,41 @@ def test_release_statistic_by_name(tmp_path):
     assert r.guarantee == PureDP(0.5) and s.remaining.epsilon == 0
 
 
-def test_default_median_mechanism_depends_on_public_epsilon_and_n_only():
-    """Median/quantile default: smooth sensitivity iff ε·n ≥ 2000 (n = 1000 when not
-    given), else the exponential mechanism (docs/results/median.md, median_ties.md);
-    other statistics keep theirs."""
+def test_default_median_mechanism_reads_the_relation_only():
+    """Median/quantile default: the exponential mechanism under both relations, whatever
+    ε and the public n (docs/results/accuracy_grid.md: smooth sensitivity no longer wins
+    on ties once the log base has atoms); other statistics keep theirs."""
     from instancedp.session import build_mechanism, default_mechanism
 
-    assert default_mechanism("median", 0.5, neighbours="substitution") == "exponential"
-    assert default_mechanism("quantile", 0.99, neighbours="substitution") == "exponential"
-    assert default_mechanism("median", 1.0, neighbours="substitution") == "exponential"
-    assert default_mechanism("median", 2.0, neighbours="substitution") == "smooth"
-    assert default_mechanism("median", neighbours="substitution") == "smooth"
-    assert default_mechanism("median", 0.5, n=10_000, neighbours="substitution") == "smooth"
-    assert default_mechanism("median", 1.0, n=1999, neighbours="substitution") == "exponential"
-    assert default_mechanism("median", 0.1, n=10_000, neighbours="substitution") == "exponential"
+    for eps, n in ((0.5, None), (2.0, None), (0.5, 10_000), (4.0, 10**6)):
+        assert default_mechanism("median", eps, n, "substitution") == "exponential"
+        assert default_mechanism("quantile", eps, n, "substitution") == "exponential"
+        assert default_mechanism("median", eps) == "exponential"
     assert default_mechanism("trimmed-mean", 0.1, neighbours="substitution") == "smooth"
-    low = build_mechanism("median", 0.5, bounds=(0, 10), neighbours="substitution")
-    high = build_mechanism("median", 2.0, bounds=(0, 10), neighbours="substitution")
-    big_n = build_mechanism("median", 0.5, bounds=(0, 10), n=5000, neighbours="substitution")
-    assert low.name == "exponential_quantile" and low.guarantee.epsilon == 0.5
-    assert high.name == "smooth_sensitivity" and high.guarantee.epsilon == 2.0
-    assert big_n.name == "smooth_sensitivity"
-    # add/remove (the default): n is never used, the exponential mechanism always
-    assert default_mechanism("median", 2.0) == "exponential"
+    big_n = build_mechanism("median", 2.0, bounds=(0, 10), n=5000, neighbours="substitution")
+    assert big_n.name == "exponential_quantile" and big_n.guarantee.epsilon == 2.0
+    named = build_mechanism("median", 2.0, bounds=(0, 10), n=5000, neighbours="substitution",
+                            mechanism="smooth")
+    assert named.name == "smooth_sensitivity"
     assert default_mechanism("mean") == "sum-count"
     with pytest.raises(ValueError, match="n .* public only under substitution"):
         build_mechanism("median", 0.5, bounds=(0, 10), n=5000)
 
 
-def test_release_statistic_uses_the_public_n_for_the_median_default(tmp_path):
-    x = np.arange(3000, dtype=float) % 21  # tie-heavy, n = 3000
+def test_release_statistic_default_median_is_exponential_at_any_public_n(tmp_path):
+    x = np.arange(3000, dtype=float) % 21  # tie-heavy, n = 3000: ties on integers (atoms)
     with Session(x, PureDP(2.0), ledger=tmp_path / "l.db", neighbours="substitution") as s:
         big = s.release_statistic("median", epsilon=1.0, bounds=(0, 20), rng=simulation(1))
         small = s.release_statistic("median", epsilon=0.5, bounds=(0, 20), rng=simulation(1))
-    assert big.mechanism == "smooth_sensitivity"  # ε·n = 3000 ≥ 2000
-    assert small.mechanism == "exponential_quantile"  # ε·n = 1500 < 2000
+    assert big.mechanism == small.mechanism == "exponential_quantile"
+    assert big.parameters["base"] == "log-atoms"
 
 
 def test_smooth_only_options_imply_the_smooth_mechanism():
     from instancedp.session import build_mechanism
 
-    # ε·n below the threshold would default to the exponential mechanism, but
-    # asking for a noise family or γ means the smooth mechanism.
+    # the default is the exponential mechanism, but asking for a noise family or γ
+    # means the smooth mechanism.
     assert build_mechanism("median", 0.5, bounds=(0, 10), noise="student_t").name == (
         "smooth_sensitivity"
     )

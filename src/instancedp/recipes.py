@@ -16,8 +16,8 @@ Default mechanisms (:func:`default_mechanism`):
   trimmed mean its β-smooth upper bound; γ from the public default rule).
   Nothing uses n.
 * substitution — the size n is public: the mean and trimmed mean use it in
-  their sensitivity, and medians/quantiles switch to smooth sensitivity when
-  ε·n ≥ :data:`SMOOTH_QUANTILE_MIN_EPSILON_N`.
+  their sensitivity (and a named smooth median its γ); medians and quantiles
+  are the exponential quantile mechanism, as under add/remove.
 
 Statistics a relation cannot carry are refused up front: the count under
 substitution (n is public: there is nothing to release); the ratio's
@@ -41,7 +41,6 @@ __all__ = [
     "MECHANISMS",
     "USES_PUBLIC_N",
     "STATISTIC_RELATIONS",
-    "SMOOTH_QUANTILE_MIN_EPSILON_N",
     "default_mechanism",
     "build_query",
     "build_mechanism",
@@ -95,8 +94,8 @@ STATISTIC_RELATIONS: dict[str, tuple[str, ...]] = {
 }
 _NEEDS_BOUNDS = {"median", "quantile", "mean", "trimmed-mean", "sum", "min", "max"}
 _DEFAULT_MECHANISM = {
-    "median": "smooth",
-    "quantile": "smooth",
+    "median": "exponential",
+    "quantile": "exponential",
     "trimmed-mean": "smooth",
     "min": "smooth",
     "max": "smooth",
@@ -108,19 +107,14 @@ _DEFAULT_MECHANISM = {
     "kstars": "smooth",
     "two-triangles": "smooth",
 }
-_DEFAULT_ADD_REMOVE = {"median": "exponential", "quantile": "exponential", "mean": "sum-count"}
+_DEFAULT_ADD_REMOVE = {"mean": "sum-count"}
 
-# Medians and quantiles under substitution: smooth sensitivity when
-# ε·n ≥ SMOOTH_QUANTILE_MIN_EPSILON_N, else the exponential mechanism (public:
-# ε and the public n; without n, n = 1000 is assumed, i.e. smooth iff ε ≥ 2).
-# From docs/results/median.md and median_ties.md (40 cells, MAE ÷ best peer):
-# the smooth median's error grows like 1/ε² (1.5–3.1× the peers at
-# ε ∈ [0.5, 1] on continuous data), but on tie-heavy data it wins once ε·n is
-# large (≈ 0 error at n = 10⁴, ε ≥ 0.5) where the exponential mechanism is
-# stuck at half a unit (7–145×).  2000 is the per-cell minimax choice: worst
-# ratio 6.6 over the 40 cells, against 145 for always-exponential and 22 for
-# always-smooth.
-SMOOTH_QUANTILE_MIN_EPSILON_N = 2000.0
+# Medians and quantiles under substitution: the exponential mechanism, as under
+# add/remove.  Smooth sensitivity was the default at ε·n ≥ 2000 for its exactness on
+# ties; the log base's atoms (mechanisms/atoms.py) release ties on round numbers
+# exactly, and over the 768 cells of docs/results/accuracy_grid.md smooth sensitivity
+# is then 10× the exponential mechanism's error on continuous data at ε = 0.1, 1.6× at
+# ε = 1, and no better on tied columns (geometric means ≥ 0.96 at every ε).
 
 
 def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
@@ -173,23 +167,19 @@ def default_mechanism(
 ) -> str:
     """The mechanism used when none is named (documented in the README).
 
-    Depends only on public parameters: the statistic, the relation and, for
-    medians and quantiles under substitution, ε and the public n (see
-    :data:`SMOOTH_QUANTILE_MIN_EPSILON_N`).  Under add/remove n is never used.
-    A declared ``resolution`` makes the exponential mechanism the default for
-    medians and quantiles under both relations: its grid base releases ties
-    exactly, the reason smooth sensitivity was chosen at large ε·n.
+    Depends only on public parameters: the statistic and the relation (ε, n and
+    ``resolution`` do not change the choice; they are kept for callers that pass
+    them).  Medians and quantiles: the exponential mechanism under both relations
+    (its base — the log base with atoms, or the declared grid — is chosen by
+    :func:`build_mechanism`).
     """
     statistic = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
     if statistic == "quantiles":  # with bounds and m ≤ JOINT_MAX_LEVELS
         return default_quantiles_mechanism(1, bounded=True)
-    if resolution is not None and statistic in ("median", "quantile"):
+    if statistic in ("median", "quantile"):
         return "exponential"
     if neighbours == "add_remove" and statistic in _DEFAULT_ADD_REMOVE:
         return _DEFAULT_ADD_REMOVE[statistic]
-    if statistic in ("median", "quantile") and epsilon is not None:
-        if epsilon * (1000 if n is None else n) < SMOOTH_QUANTILE_MIN_EPSILON_N:
-            return "exponential"
     return _DEFAULT_MECHANISM[statistic]
 
 
@@ -532,13 +522,16 @@ def build_mechanism(
         # on a logarithmic scale over the public range: robust to bounds far wider
         # than the data, and the most accurate on the real columns of
         # docs/results/accuracy.md under both relations (a public choice: it reads
-        # neither n nor the rows).  With a declared resolution, the same log measure
-        # restricted to the public grid ("log-grid"): ties release exactly; its finite
-        # candidate set is released by permute-and-flip (never less accurate than
-        # the exponential mechanism on the same utilities, McKenna & Sheldon 2020).
+        # neither n nor the rows), with 5 % of it on public atoms at round numbers
+        # (mechanisms/atoms.py: ties on them release exactly, continuous columns
+        # lose < 1 %, docs/results/accuracy_grid.md).  With a declared resolution,
+        # the same log measure restricted to the public grid ("log-grid"): ties
+        # release exactly; its finite candidate set is released by permute-and-flip
+        # (never less accurate than the exponential mechanism on the same
+        # utilities, McKenna & Sheldon 2020).
         if resolution is not None:
             return M.ExponentialQuantile(query, eps, base="log-grid", resolution=resolution)
-        return M.ExponentialQuantile(query, eps, base="log")
+        return M.ExponentialQuantile(query, eps, base="log-atoms")
     # bounded-ls
     if d is None:
         raise _needs_delta("bounded-ls")

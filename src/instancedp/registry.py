@@ -232,8 +232,10 @@ def _public_width(query: Any) -> float:
 def _exp_quantile_build(query: Any, epsilon: float, delta: float | None) -> Any:
     from .mechanisms import ExponentialQuantile
 
-    # the release default (recipes): the log base, the query's own relation
-    return ExponentialQuantile(query, epsilon, base="log")
+    # the release default (recipes): the log base with atoms, the query's own relation;
+    # two atom levels here so that the exact law can list every atom (the release
+    # default has seven: the same code with more atoms)
+    return ExponentialQuantile(query, epsilon, base="log-atoms", atom_levels=2)
 
 
 def _unbounded_build(query: Any, epsilon: float, delta: float | None) -> Any:

@@ -31,7 +31,6 @@ from .privacy import Guarantee
 from .recipes import (  # noqa: F401 - re-exported: the recipes' old home
     GRAPH_STATISTICS,
     MECHANISMS,
-    SMOOTH_QUANTILE_MIN_EPSILON_N,
     STATISTICS,
     USES_PUBLIC_N,
     build_mechanism,

@@ -307,23 +307,14 @@ def out_of_core_mechanism(
         return build_mechanism(stat, epsilon, delta, mechanism=mechanism, bounds=bounds,
                                neighbours=neighbours, **other)
     n = other.pop("n", None)
-    if (stat in ("median", "quantile") and neighbours == "substitution" and n is not None
-            and bounds is not None and mechanism is None and resolution is None):
-        # the in-memory default under substitution (n public): smooth sensitivity when
-        # ε·n is large, served by the sorted column like the min and max
-        from .recipes import default_mechanism
-
-        if default_mechanism(stat, epsilon, n, neighbours) == "smooth":
-            return build_mechanism(stat, epsilon, delta, bounds=bounds, quantile=quantile,
-                                   neighbours=neighbours, n=n)
-    elif (stat == "mean" and neighbours == "substitution" and n is not None
-          and mechanism in (None, "laplace") and resolution is None
-          and all(v is None for v in other.values())):
+    if (stat == "mean" and neighbours == "substitution" and n is not None
+            and mechanism in (None, "laplace") and resolution is None
+            and all(v is None for v in other.values())):
         # the in-memory default under substitution: Laplace on the exact mean, scale from n
         return build_mechanism(stat, epsilon, delta, mechanism="laplace", bounds=bounds,
                                neighbours=neighbours, n=n)
-    elif n is not None:
-        other["n"] = n  # refused below, named
+    if n is not None and stat not in ("median", "quantile"):
+        other["n"] = n  # refused below, named (the quantile's mechanism does not use n)
     used = {k: v for k, v in other.items() if v is not None}
     if stat not in OUT_OF_CORE or used:
         what = f"statistic={statistic!r}" if stat not in OUT_OF_CORE else (
@@ -526,15 +517,15 @@ def serves_out_of_core(mechanism: Any) -> bool:
 
 
 def staged_quantile(mechanism: Any) -> bool:
-    """Whether ``mechanism`` is an exponential quantile on a continuous base (uniform or
-    log), drawn in stages from ``count`` and ``order_window``
+    """Whether ``mechanism`` is an exponential quantile on a continuous base (uniform,
+    log, log-log or log-atoms), drawn in stages from ``count`` and ``order_window``
     (:meth:`~instancedp.mechanisms.quantile.ExponentialQuantile.pieces`); its grid bases
     read every grid segment and stay in memory (out of core a declared resolution is
     :class:`CandidateQuantile`)."""
     from .mechanisms.quantile import ExponentialQuantile
 
     return isinstance(mechanism, ExponentialQuantile) and mechanism.base in (
-        "uniform", "log", "log-log")
+        "uniform", "log", "log-log", "log-atoms")
 
 
 def sorted_query(mechanism: Any) -> bool:

@@ -1,4 +1,4 @@
-"""The exponential mechanism for quantiles, with four public base measures.
+"""The exponential mechanism for quantiles, with six public base measures.
 
 Smith 2011 ("Privacy-preserving statistical estimation with optimal
 convergence rates", §3); the ``exp`` baseline of Gillenwater, Joseph & Kulesza
@@ -6,13 +6,16 @@ convergence rates", §3); the ``exp`` baseline of Gillenwater, Joseph & Kulesza
 Dick & Vassilvitskii (ICML 2023, "Learning-augmented private algorithms for
 multiple quantile release").
 
-Score.  For a candidate t, with L(t) = #{x < t} and G(t) = #{x > t},
+Score.  For a candidate t, with L(t) = #{x < t} and E(t) = #{x = t},
 
-    s(t) = |(1 − q)·L(t) − q·G(t)|            (= |L(t) − q·n| between data points).
+    s(t) = dist(q·n, {L(t), …, L(t) + E(t)})   (= |L(t) − q·n| between data points):
 
-One row added or removed changes exactly one of L, G by one (or neither, for a
-row equal to t), so s moves by at most Δ = max(q, 1 − q) under add/remove; a
-substitution removes one row and adds one, so Δ = 1 there.  The release has
+the distance from the target rank to the ranks t can take — 0 up to rounding on
+a run of ties that holds the target rank, where the point score
+|(1 − q)·L − q·G| (Smith 2011, OpenDP) would charge the run's asymmetry.  One
+row added or removed moves s by at most Δ = max(q, 1 − q); a substitution by at
+most Δ = 1 (the lemma and proof in :mod:`~instancedp.mechanisms.atoms`;
+brute force in tests/test_mech_quantile_bases.py).  The release has
 density (probability, on a grid) proportional to
 
     μ(t) · exp(−ε · s(t) / (2Δ))
@@ -46,7 +49,11 @@ resolution):
   (ψ maps every double into (−1/α, 1/α)); :class:`LogLogQuantile` releases on
   the whole line with it.  A wide empty side gets mass ∝ a difference of
   (log |t|)^−α rather than of log |t|, at the price of a heavier tilt inside
-  the data.
+  the data;
+* ``"log-atoms"`` — the log base with 5 % of its mass on public atoms at round
+  numbers (:mod:`~instancedp.mechanisms.atoms`): ties on them release exactly
+  without a declared resolution; drawn by the same staged sampler, on the
+  atoms' expanded chart.
 
 Sampling is exact in law: the output's density (or mass) is constant on the
 segments between consecutive distinct rows, so a segment is drawn with
@@ -105,7 +112,7 @@ from ..privacy import PureDP
 from ..random import RandomSource, resolve, sample_index_from_log_weights
 from .base import Mechanism, OutputDistribution, Release
 
-BASES = ("uniform", "log", "grid", "log-grid", "log-log")
+BASES = ("uniform", "log", "grid", "log-grid", "log-log", "log-atoms")
 #: the log-log base's exponent α (public; chosen on synthetic columns: benchmarks/accuracy.py)
 LOGLOG_ALPHA = 0.5
 #: how a finite (grid) law is drawn; the continuous bases are the exponential mechanism
@@ -129,9 +136,22 @@ def score_sensitivity(q: float, neighbours: str) -> float:
     )
 
 
-def quantile_scores(below: np.ndarray, above: np.ndarray, q: float) -> np.ndarray:
-    """s = |(1 − q)·below − q·above|, elementwise."""
-    return np.abs((1.0 - q) * np.asarray(below, float) - q * np.asarray(above, float))
+def quantile_scores(below: np.ndarray, above: np.ndarray, q: float, n: int) -> np.ndarray:
+    """S = dist(q·n, {below, …, n − above}), elementwise (floats): the distance from the
+    target rank to the ranks a point holding n − below − above rows can take
+    (``mechanisms/atoms.py``: sensitivity max(q, 1 − q) under add/remove, 1 under
+    substitution).  |below − q·n| off the rows, 0 up to rounding on a run of ties
+    holding the target rank."""
+    a = np.asarray(below, dtype=np.float64)
+    b = n - np.asarray(above, dtype=np.float64)
+    qn = q * n
+    return np.where(qn < a, a - qn, np.where(qn > b, qn - b, np.abs(qn - np.floor(qn + 0.5))))
+
+
+def _score_terms(below: np.ndarray, above: np.ndarray, q: float, n: int) -> np.ndarray:
+    """A bound on the magnitudes :func:`quantile_scores` subtracts (its float error is
+    relative to them, not to the score, which may cancel)."""
+    return q * n + np.asarray(below, dtype=np.float64) + (n - np.asarray(above, np.float64))
 
 
 def log_scale_map(scale: float) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
@@ -290,12 +310,17 @@ def grid_segments(
     return starts, lengths, below, above
 
 
-def _grid_log_weights(lengths, below, above, q, epsilon, neighbours) -> np.ndarray:
+def _rows_of(below: np.ndarray, above: np.ndarray) -> int:
+    """n from :func:`grid_segments`' output: its first segment (the empty grid points
+    below every row) has 0 rows below and n above."""
+    return int(below[0] + above[0])
+
+
+def _grid_log_weights(lengths, below, above, q, epsilon, neighbours, n) -> np.ndarray:
     delta = score_sensitivity(q, neighbours)
     with np.errstate(divide="ignore"):
-        return np.log(lengths.astype(np.float64)) - epsilon * quantile_scores(below, above, q) / (
-            2.0 * delta
-        )
+        return np.log(lengths.astype(np.float64)) - epsilon * quantile_scores(
+            below, above, q, n) / (2.0 * delta)
 
 
 def permute_and_flip_probabilities(log_rates: Any) -> np.ndarray:
@@ -334,11 +359,15 @@ def _gauss_legendre_unit(nodes: int) -> tuple[np.ndarray, np.ndarray]:
     return (x + 1.0) / 2.0, w / 2.0
 
 
-def _score_ball(below: int, above: int, q: float) -> Any:
-    """s = |(1 − q)·below − q·above| as a ball (q a float: exact at the working precision)."""
+def _score_ball(below: int, above: int, q: float, n: int) -> Any:
+    """:func:`quantile_scores` as an exact ball (q a double: q·n is a dyadic rational)."""
+    from fractions import Fraction
+
     from flint import arb
 
-    return abs((arb(1) - arb(q)) * below - arb(q) * above)
+    qn, a, b = Fraction(q) * n, below, n - above
+    s = a - qn if qn < a else (qn - b if qn > b else abs(qn - math.floor(qn + Fraction(1, 2))))
+    return arb(s.numerator) / arb(s.denominator)
 
 
 def _rate_ball(epsilon: float, delta: float) -> Any:
@@ -349,27 +378,27 @@ def _rate_ball(epsilon: float, delta: float) -> Any:
 
 def permute_and_flip_segments(
     lengths: np.ndarray, below: np.ndarray, above: np.ndarray, q: float, epsilon: float,
-    neighbours: str,
+    neighbours: str, n: int,
 ) -> Callable[[RandomSource], tuple[int, int]]:
     """A sampler of (segment, offset) by exact permute-and-flip over segments of equal score.
 
-    Segment b holds ``lengths[b]`` candidates that all have the score
-    s_b = |(1 − q)·below_b − q·above_b|, utility −ε·s_b/(2Δ) (empty segments are
+    Segment b holds ``lengths[b]`` candidates that all have the score s_b
+    (:func:`quantile_scores`), utility −ε·s_b/(2Δ) (empty segments are
     dropped).  :func:`~instancedp.noise.exact.sample_permute_and_flip` with every
     ratio 1: the exact real-number law of :func:`permute_and_flip_probabilities`.
     Built once per table; each call of the returned function is one draw.
     """
     keep = np.flatnonzero(np.asarray(lengths) > 0)
     delta = score_sensitivity(q, neighbours)
-    s = quantile_scores(below[keep], above[keep], q)
+    s = quantile_scores(below[keep], above[keep], q, n)
     a = epsilon / (2.0 * delta)
     log_rate, sizes = -a * s, np.asarray(lengths)[keep]
     # the float score's error is relative to its terms, not to s (which may cancel)
-    terms = a * ((1.0 - q) * below[keep] + q * above[keep])
+    terms = a * _score_terms(below[keep], above[keep], q, n)
 
     def ball(b: int) -> Any:
         i = int(keep[b])
-        return -_rate_ball(epsilon, delta) * _score_ball(int(below[i]), int(above[i]), q)
+        return -_rate_ball(epsilon, delta) * _score_ball(int(below[i]), int(above[i]), q, n)
 
     def draw(source: RandomSource) -> tuple[int, int]:
         b, j = sample_permute_and_flip(log_rate, ball, sizes, terms, None, source)
@@ -437,12 +466,13 @@ def grid_quantile_from_counts(
     source = resolve(rng)
     if sampler == "permute-and-flip":
         starts, lengths, below, above = _count_segments(cnt)
-        b, j = permute_and_flip_segments(lengths, below, above, qf, eps, neighbours)(source)
+        b, j = permute_and_flip_segments(lengths, below, above, qf, eps, neighbours,
+                                         int(cnt.sum()))(source)
         return float(cand[int(starts[b]) + j])
     n = int(cnt.sum())
     below = np.concatenate(([0], np.cumsum(cnt)[:-1]))
     above = n - below - cnt
-    logw = _grid_log_weights(np.ones_like(cnt), below, above, qf, eps, neighbours)
+    logw = _grid_log_weights(np.ones_like(cnt), below, above, qf, eps, neighbours, n)
     return float(cand[sample_index_from_log_weights(logw, source)])
 
 
@@ -458,7 +488,7 @@ def grid_quantile_probabilities(
     n = int(cnt.sum())
     below = np.concatenate(([0], np.cumsum(cnt)[:-1]))
     above = n - below - cnt
-    u = -eps * quantile_scores(below, above, qf) / (2.0 * score_sensitivity(qf, neighbours))
+    u = -eps * quantile_scores(below, above, qf, n) / (2.0 * score_sensitivity(qf, neighbours))
     if sampler == "permute-and-flip":
         return permute_and_flip_probabilities(u)
     p = np.exp(u - u.max())
@@ -489,25 +519,32 @@ class PieceSet:
     the same exact law.  n is used inside the score only (its change is covered
     by Δ) and to place the window; it never reaches the record.
 
-    When the target's piece has length 0 (the target rank lies inside a run of
-    equal rows: ties, or rows clamped to a bound), the weight lies beyond the
-    run's two ends, possibly far outside the window: the run's ends are found
-    (a galloping search, single order statistics) and the window becomes the
-    pieces within the same half-width beyond each end, the run between them one
-    block of length 0 (``blocks``: nothing of it is read).  Otherwise the lazy
-    draw would read, one order statistic at a time, every piece of the
-    continuous rows beside the run that holds weight.  Only which reads happen
-    depends on this, never the law.
+    When the target's piece lies inside a run of equal rows (ties, or rows
+    clamped to a bound), the weight lies beyond the run's two ends, possibly far
+    outside the window: the run's ends are found (a galloping search, single
+    order statistics) and the window becomes the pieces within the same
+    half-width beyond each end, the run between them blocks of length 0
+    (``blocks``: nothing of it is read) — around the atom's piece when the run
+    sits on an atom of the ``atoms`` base (:mod:`~instancedp.mechanisms.atoms`).
+    Otherwise the lazy draw would read, one order statistic at a time, every
+    piece of the continuous rows beside the run that holds weight.  Only which
+    reads happen depends on this, never the law.
+
+    ``atoms`` (an :class:`~instancedp.mechanisms.atoms.AtomChart`, in place of
+    ``chart``): boundary b's coordinate is E₋ or E₊ of its value, by its rank in
+    its run (:func:`~instancedp.mechanisms.atoms.atom_rank`); a run that reaches
+    past what was read is completed by the same galloping search.
     """
 
     def __init__(self, n: int, q: float, epsilon: float, delta: float,
                  read: Callable[[int, int], np.ndarray], chart: Callable | None,
-                 bounds: tuple[float, float]) -> None:
+                 bounds: tuple[float, float], atoms: Any = None) -> None:
         self.n, self.q, self.epsilon, self.delta = n, q, epsilon, delta
         self._lower, self._upper = bounds
-        self._read, self._chart = read, chart
+        self._read, self._chart, self._atoms = read, chart, atoms
+        self._runs: dict[float, tuple[int, int]] = {}
         self.start, self.stop = self.window_pieces(n, q, epsilon, delta)
-        self.window = self._edges(self.start, self.stop + 1)
+        self.values = self._values(self.start, self.stop + 1)
         self.full = self.start == 0 and self.stop == n + 1
         #: the piece index of each window edge when the window skips a run of ties
         self.blocks: np.ndarray | None = None
@@ -516,6 +553,8 @@ class PieceSet:
             self.log_weights = -epsilon * np.abs(i - q * n) / (2 * delta)
         else:
             self._around_ties(self._half(epsilon, delta))
+        at = (np.arange(self.start, self.stop + 1) if self.blocks is None else self.blocks)
+        self.window = self._coords(at, self.values)
 
     @staticmethod
     def _half(epsilon: float, delta: float) -> int:
@@ -535,25 +574,30 @@ class PieceSet:
         class docstring)."""
         centre = min(max(round(self.q * self.n), self.start), self.stop - 1)
         k = centre - self.start
-        v = float(self.window[k])
-        if float(self.window[k + 1]) != v:
+        v = float(self.values[k])
+        if float(self.values[k + 1]) != v:
             return
         lo, hi = self._run_end(v, -1), self._run_end(v, 1)  # boundaries lo … hi equal v
+        self._runs[v] = (lo, hi)
         a0, b1 = max(lo - half, 0), min(hi + half, self.n + 1)
         if hi - lo <= 2 * half:  # a short run: one contiguous window around it
             self.start, self.stop = a0, b1
-            self.window = self._edges(a0, b1 + 1)
+            self.values = self._values(a0, b1 + 1)
             return
-        left, right = self._edges(a0, lo + 1), self._edges(hi, b1 + 1)
+        inner = np.array([], dtype=np.int64)
+        if self._atoms is not None and bool(self._atoms.is_atom(v)):
+            s = self._split(v, lo, hi)  # the atom's piece s … s + 1 inside the run
+            inner = np.array([b for b in (s, s + 1) if lo < b < hi], dtype=np.int64)
         self.start, self.stop = a0, b1
-        self.window = np.concatenate((left, right))
-        self.blocks = np.concatenate((np.arange(a0, lo + 1), np.arange(hi, b1 + 1)))
+        self.values = np.concatenate((self._values(a0, lo + 1), np.full(inner.size, v),
+                                      self._values(hi, b1 + 1)))
+        self.blocks = np.concatenate((np.arange(a0, lo + 1), inner, np.arange(hi, b1 + 1)))
 
     def _run_end(self, v: float, step: int) -> int:
-        """The farthest boundary from the window's run of edges equal to ``v`` in the
+        """The farthest boundary from the window's run of values equal to ``v`` in the
         direction ``step`` (−1 down, +1 up): the window first, then a galloping search
         and a bisection on single order statistics beyond it."""
-        w, s, last = self.window, self.start, self.n + 1
+        w, s, last = self.values, self.start, self.n + 1
         if step < 0:
             j = s + int(np.searchsorted(w, v, side="left"))
             if j > s or s == 0:
@@ -564,34 +608,86 @@ class PieceSet:
             if j < self.stop or self.stop == last:
                 return j
             known, limit = self.stop, last
+        return self._gallop(v, known, limit, step)
+
+    def _gallop(self, v: float, known: int, limit: int, step: int) -> int:
+        """The farthest boundary from ``known`` (whose value is ``v``) towards ``limit``
+        whose value is still ``v``."""
         d = 1
-        while True:  # gallop: edge(known) == v
+        while True:  # gallop: value(known) == v
             probe = known + step * d
             probe = max(probe, limit) if step < 0 else min(probe, limit)
-            if self._edge(probe) != v:
+            if self._value(probe) != v:
                 break
             known = probe
             if probe == limit:
                 return known
             d *= 2
-        while abs(probe - known) > 1:  # edge(known) == v != edge(probe)
+        while abs(probe - known) > 1:  # value(known) == v != value(probe)
             mid = (probe + known) // 2
-            if self._edge(mid) == v:
+            if self._value(mid) == v:
                 known = mid
             else:
                 probe = mid
         return known
 
+    def _values(self, i: int, j: int) -> np.ndarray:
+        """The values of boundaries i … j − 1 (boundary b: the value at rank b − 1)."""
+        return np.asarray(self._read(i - 1, j - 1), dtype=np.float64)
+
+    def _value(self, i: int) -> float:
+        if i in (0, self.n + 1):  # a public bound: nothing to read
+            return self._lower if i == 0 else self._upper
+        return float(self._values(i, i + 1)[0])
+
+    def _split(self, v: float, lo: int, hi: int) -> int:
+        """The last boundary at E₋(v) of the run lo … hi of boundaries equal to the atom
+        ``v`` (the bounds' pseudo-boundaries 0 and n + 1 count no row)."""
+        return int(self._splits(np.array([lo]), np.array([hi]))[0])
+
+    def _splits(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        from .atoms import atom_rank
+
+        f, last = np.maximum(lo, 1), np.minimum(hi, self.n)
+        k = np.maximum(last - f + 1, 0)
+        return np.array([atom_rank(self.q, self.n, int(b), int(c))
+                         for b, c in zip(f - 1, k, strict=True)], dtype=np.int64)
+
+    def _run(self, v: float, b: int) -> tuple[int, int]:
+        """The boundaries lo … hi of the run of values equal to ``v`` through boundary b."""
+        if v not in self._runs:
+            self._runs[v] = (self._gallop(v, b, 0, -1), self._gallop(v, b, self.n + 1, 1))
+        return self._runs[v]
+
+    def _coords(self, at: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Chart coordinates of the boundaries ``at`` (increasing) holding ``values``."""
+        if self._atoms is None:
+            return self._chart(values) if self._chart is not None else values
+        at = np.asarray(at, dtype=np.int64)
+        left, right = self._atoms.left(values), self._atoms.right(values)
+        out = np.where(at > self.n, right, left)  # boundary n + 1 (upper) is above every row
+        atom = self._atoms.is_atom(values) & (at > 0) & (at <= self.n)
+        if not atom.any():
+            return out
+        # runs of equal values among the held boundaries; a run's held ends are its true
+        # ends except at the ends of what is held (there the galloping search completes it)
+        first = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
+        last = np.concatenate((first[1:] - 1, [values.size - 1]))
+        lo, hi = at[first].copy(), at[last].copy()
+        for r in {0, first.size - 1}:
+            if atom[first[r]] and (r == 0 and at[0] > 0 or r == first.size - 1
+                                   and at[-1] <= self.n):
+                lo[r], hi[r] = self._run(float(values[first[r]]), int(at[first[r]]))
+        split = np.repeat(self._splits(lo, hi), last - first + 1)
+        return np.where(atom, np.where(at <= split, left, right), out)
+
     def _edges(self, i: int, j: int) -> np.ndarray:
         """Chart coordinates of piece boundaries i … j − 1 (boundary i: the value at rank i − 1)."""
-        pts = np.asarray(self._read(i - 1, j - 1), dtype=np.float64)
-        return self._chart(pts) if self._chart is not None else pts
+        return self._coords(np.arange(i, j), self._values(i, j))
 
     def _edge(self, i: int) -> float:
-        if i in (0, self.n + 1):  # a public bound: nothing to read
-            bound = np.array([self._lower if i == 0 else self._upper])
-            return float(self._chart(bound)[0] if self._chart is not None else bound[0])
-        return float(self._edges(i, i + 1)[0])
+        v = self._value(i)
+        return float(self._coords(np.array([i]), np.array([v]))[0])
 
     def log_weight(self, i: int) -> float:
         # the same float operations as the vectorised weights above
@@ -631,7 +727,8 @@ class ExponentialQuantile(Mechanism):
     or ``Median`` (its bounds and q; its ``neighbours`` relation, substitution
     when it declares none).  ``base``: ``"uniform"``, ``"log"``, ``"grid"``,
     ``"log-grid"`` (these two need the public ``resolution``; the grid is
-    lower + k·resolution ≤ upper) or ``"log-log"``.  ``sampler`` (grid bases only):
+    lower + k·resolution ≤ upper), ``"log-log"`` or ``"log-atoms"`` (``atom_levels``:
+    its number of decimal levels, default 7).  ``sampler`` (grid bases only):
     ``"permute-and-flip"`` (default) or ``"exponential"`` (module docstring).
     The earlier call ``ExponentialQuantile(q, lower, upper, epsilon)`` still
     works (uniform base, substitution).  Guarantee: ``PureDP(epsilon)``.
@@ -648,6 +745,7 @@ class ExponentialQuantile(Mechanism):
         resolution: float | None = None,
         log_scale: float | None = None,
         sampler: str | None = None,
+        atom_levels: int | None = None,
     ) -> None:
         if hasattr(query, "q") and hasattr(query, "lower"):
             if len(args) + (epsilon is not None) != 1:
@@ -685,12 +783,24 @@ class ExponentialQuantile(Mechanism):
             self.resolution = _validate.finite_positive(resolution, "resolution")
             self._grid_count = grid_count(self.lower, self.upper, self.resolution)
         self.log_scale = None
-        if base in ("log", "log-grid", "log-log"):
+        if base in ("log", "log-grid", "log-log", "log-atoms"):
             self.log_scale = (
                 _validate.finite_positive(log_scale, "log_scale")
                 if log_scale is not None
                 else (self.upper - self.lower) * _LOG_SCALE_FRACTION
             )
+        self._atoms = None
+        if base == "log-atoms":
+            from .atoms import ATOM_LEVELS, AtomChart
+
+            levels = ATOM_LEVELS if atom_levels is None else atom_levels
+            if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
+                raise ParameterError(f"atom_levels must be an integer >= 1, got {levels!r}",
+                                     parameter="atom_levels", allowed=">= 1")
+            self._atoms = AtomChart(self.lower, self.upper, self.log_scale, levels=levels)
+        elif atom_levels is not None:
+            raise ParameterError("atom_levels applies to base='log-atoms' only",
+                                 parameter="atom_levels", allowed="None")
         finite = base in ("grid", "log-grid")
         if sampler is None:
             sampler = "permute-and-flip" if finite else "exponential"
@@ -723,6 +833,8 @@ class ExponentialQuantile(Mechanism):
             p["log_scale"] = self.log_scale
         if self.base == "log-log":
             p["alpha"] = LOGLOG_ALPHA
+        if self._atoms is not None:
+            p.update(self._atoms.parameters())
         return p
 
     def _chart(self) -> tuple[Callable, Callable, Callable] | None:
@@ -763,7 +875,8 @@ class ExponentialQuantile(Mechanism):
         starts, lengths, below, above = grid_segments(
             self._grid_count, self._grid_index(self._rows(data))
         )
-        logw = _grid_log_weights(lengths, below, above, self.q, self.epsilon, self.neighbours)
+        logw = _grid_log_weights(lengths, below, above, self.q, self.epsilon, self.neighbours,
+                                 _rows_of(below, above))
         return starts, lengths, logw
 
     def _log_grid(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -776,7 +889,8 @@ class ExponentialQuantile(Mechanism):
         k = np.concatenate((starts, [self._grid_count])).astype(np.float64)
         edges = phi(self.lower + (k - 0.5) * self.resolution)
         delta = score_sensitivity(self.q, self.neighbours)
-        log_score = -self.epsilon * quantile_scores(below, above, self.q) / (2.0 * delta)
+        log_score = -self.epsilon * quantile_scores(below, above, self.q,
+                                                    _rows_of(below, above)) / (2.0 * delta)
         return starts, edges, log_score
 
     # -- permute-and-flip on the log grid -----------------------------------------------
@@ -848,10 +962,11 @@ class ExponentialQuantile(Mechanism):
         log_mu = self._log_cell_measure(probes).max(axis=0)
         delta = score_sensitivity(self.q, self.neighbours)
         a = self.epsilon / (2.0 * delta)
-        score = quantile_scores(below[segment], above[segment], self.q)
+        n = _rows_of(below, above)
+        score = quantile_scores(below[segment], above[segment], self.q, n)
         log_rate = -a * score + log_mu
         # float error: relative to the score's terms (s may cancel) and, in μ, to span/s
-        terms = a * ((1.0 - self.q) * below[segment] + self.q * above[segment])
+        terms = a * _score_terms(below[segment], above[segment], self.q, n)
         scale = terms + np.abs(log_mu) + span / s
         top_cache: dict[tuple[int, int], Any] = {}
 
@@ -870,8 +985,8 @@ class ExponentialQuantile(Mechanism):
 
         def ball(b: int) -> Any:
             i = int(segment[b])
-            return (-_rate_ball(self.epsilon, delta) * _score_ball(int(below[i]), int(above[i]),
-                                                                  self.q) + top(b).log())
+            return (-_rate_ball(self.epsilon, delta)
+                    * _score_ball(int(below[i]), int(above[i]), self.q, n) + top(b).log())
 
         def ratio(b: int, j: int) -> Any:
             return self._cell_measure_ball(int(bstart[b]) + j) / top(b)
@@ -892,18 +1007,22 @@ class ExponentialQuantile(Mechanism):
             )
             if self.base == "grid":
                 return starts, permute_and_flip_segments(
-                    lengths, below, above, self.q, self.epsilon, self.neighbours
-                )
+                    lengths, below, above, self.q, self.epsilon, self.neighbours,
+                    _rows_of(below, above))
             return self._log_grid_blocks(starts, lengths, below, above)
         if self.base == "grid":
             return self._grid(data)
         if self.base == "log-grid":
             return self._log_grid(data)
+        return self._memory_pieces(data)
+
+    def _memory_pieces(self, data: Any) -> PieceSet:
+        """:meth:`pieces` over in-memory rows (the same reads an engine serves)."""
+        from ..backends.numpy import pad_window
+
         x = self._rows(data) + 0.0  # −0.0 → 0.0, as every engine reads it
 
         def read(start: int, stop: int) -> np.ndarray:
-            from ..backends.numpy import pad_window
-
             return pad_window(x[max(start, 0):], start, stop, self.lower, self.upper,
                               offset=max(start, 0), n=x.size)
 
@@ -917,7 +1036,7 @@ class ExponentialQuantile(Mechanism):
         chart = self._chart()
         chart = None if chart is None else chart[0]
         return PieceSet(n, self.q, self.epsilon, score_sensitivity(self.q, self.neighbours),
-                        read, chart, (self.lower, self.upper))
+                        read, chart, (self.lower, self.upper), atoms=self._atoms)
 
     def _draw(self, weights: Any, source: RandomSource) -> float:
         if self.sampler == "permute-and-flip":
@@ -946,6 +1065,8 @@ class ExponentialQuantile(Mechanism):
         # point in it: float lengths overflow on huge bounds, and lo + u·(hi − lo)
         # would reveal the data-dependent endpoints in its low bits (Mironov 2012).
         u = weights.draw(source)
+        if self._atoms is not None:  # the map back from the expanded line: post-processing
+            return self._atoms.value(u)
         chart = self._chart()
         if chart is not None:
             # φ⁻¹ is public post-processing of a point of the φ-chart law
@@ -956,6 +1077,8 @@ class ExponentialQuantile(Mechanism):
         """``size`` independent releases on one dataset (the release path, repeated)."""
         source = resolve(rng)
         weights = self._weights(data)
+        if self._atoms is not None:  # the draws of _draw, mapped back at once
+            return self._atoms.values(np.array([weights.draw(source) for _ in range(int(size))]))
         return np.array([self._draw(weights, source) for _ in range(int(size))])
 
     def grid_utilities(self, data: Any) -> np.ndarray:
@@ -966,7 +1089,7 @@ class ExponentialQuantile(Mechanism):
         )
         k = np.arange(self._grid_count)
         seg = np.searchsorted(starts[lengths > 0], k, side="right") - 1
-        s = quantile_scores(below, above, self.q)[lengths > 0][seg]
+        s = quantile_scores(below, above, self.q, _rows_of(below, above))[lengths > 0][seg]
         u = -self.epsilon * s / (2.0 * score_sensitivity(self.q, self.neighbours))
         if self.base == "log-grid":
             u = u + self._log_cell_measure(k)
@@ -1025,6 +1148,15 @@ class ExponentialQuantile(Mechanism):
         """
         if self.base in ("grid", "log-grid"):
             return self.output_probabilities(data)
+        if self._atoms is not None:
+            from .atoms import expanded_law
+
+            pieces = self._memory_pieces(data)
+            if not pieces.full:
+                raise ParameterError("the exact law of base='log-atoms' is computed for "
+                                     "small tables only (every piece in one window)",
+                                     parameter="data")
+            return expanded_law(self._atoms, pieces.values, pieces.window, pieces.log_weights)
         pts, coords, logw = self._continuous(data)
         n = pts.size - 2
         delta = score_sensitivity(self.q, self.neighbours)
@@ -1078,36 +1210,3 @@ def exponential_quantile_sample(
     cum = np.cumsum(w)
     idx = np.minimum(np.searchsorted(cum, gen.random(size) * cum[-1], side="right"), w.size - 1)
     return pts[idx] + gen.random(size) * (pts[idx + 1] - pts[idx])
-
-
-def default_quantile_mechanism(
-    q: float,
-    epsilon: float,
-    *,
-    bounds: tuple[float, float] | None,
-    neighbours: str = "add_remove",
-    resolution: float | None = None,
-) -> Mechanism:
-    """The proposed default quantile release, chosen from public information only.
-
-    ``bounds=None``: :func:`~instancedp.mechanisms.unbounded.bound_free_quantile`.
-    Otherwise the grid base (permute-and-flip on its finite candidates) on a declared
-    ``resolution`` (an integer type, a decimal scale, a user-given value —
-    never a type inferred from the rows), else the log base.  The rule reads
-    neither n nor the data (``docs/results/accuracy.md`` has the cells it was
-    chosen on).
-    """
-    from ..queries.order import Quantile
-
-    if bounds is None:
-        from .unbounded import bound_free_quantile
-
-        return bound_free_quantile(q, epsilon, neighbours=neighbours)
-    try:
-        query = Quantile(q, bounds[0], bounds[1], neighbours=neighbours)
-    except TypeError:  # a Quantile that does not take the relation yet
-        query = Quantile(q, bounds[0], bounds[1])
-        query.neighbours = neighbours
-    if resolution is not None:
-        return ExponentialQuantile(query, epsilon, base="grid", resolution=resolution)
-    return ExponentialQuantile(query, epsilon, base="log")
