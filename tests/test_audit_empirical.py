@@ -148,16 +148,16 @@ def test_plain_sampler_signature_and_validation():
 # False alarms.
 def test_false_alarm_rate_at_loose_level():
     # A tight ε-DP mechanism (Laplace shift: the tail events have ratio exactly
-    # e^ε) audited 200 times at α = 0.1.  The guarantee says each run alarms
-    # with probability ≤ 0.1, so the count is dominated by Binomial(200, 0.1):
-    # P(count > 38) = 3.9e−5.  Replacing the Clopper–Pearson bounds by plug-in
-    # frequencies makes 156 of these 200 runs alarm (measured), so the test
-    # can fail; the correct auditor alarms in none of them.
+    # e^ε) audited 100 times at α = 0.1.  The guarantee says each run alarms
+    # with probability ≤ 0.1, so the count is dominated by Binomial(100, 0.1):
+    # P(count > 23) = 4.0e−5.  Replacing the Clopper–Pearson bounds by plug-in
+    # frequencies makes 78% of such runs alarm (156 of 200, measured), so the
+    # test can fail; the correct auditor alarms in none of them.
     alarms = 0
-    for seed in range(200):
+    for seed in range(100):
         r = empirical_audit(laplace(0, 1), laplace(1, 1), 1.0, samples=4000, seed=seed, alpha=0.1)
         alarms += r.violated
-    assert alarms <= 38
+    assert alarms <= 23
 
 
 def test_no_false_alarm_at_default_level():

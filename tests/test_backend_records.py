@@ -114,10 +114,14 @@ def test_postgresql_gives_the_same_bytes(expected, postgres_url):
 @pytest.mark.xdist_group("spark")
 def test_spark_frame_and_table_give_the_same_bytes(expected, spark):
     df = spark.createDataFrame([(float(v),) for v in ROWS], "v double")
-    # min and max read the sorted column as the trimmed mean does (kept: both windows and
-    # the sum between them), and sum and mean the count-and-sum aggregate
-    # test_spark_backend compares with the reference: left out here for time
-    skip = ("min", "max", "sum", "mean")
+    # Left out here for time (each Spark statement is a job): min and max read the sorted
+    # column as the trimmed mean does (kept: both windows and the sum between them); sum
+    # and mean the count-and-sum aggregate test_spark_backend compares with the reference;
+    # the median (23 statements on these rows) draws from count and order_window, which
+    # test_spark_backend compares bit for bit on adversarial columns, and its staged draw
+    # on Spark gives the in-memory record there (a million rows); the same draw on these
+    # rows is checked on DuckDB, SQLite and PostgreSQL above.
+    skip = ("min", "max", "sum", "mean", "median")
     got = _records(df, skip=skip)
     assert got == {k: v for k, v in expected.items() if k not in skip}
     df.createOrReplaceTempView("records_t")

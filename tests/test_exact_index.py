@@ -165,3 +165,26 @@ def test_exponential_quantile_survives_huge_bounds():
     src = simulation(5)
     below = sum(mech.release([0.0], rng=src).value < 0 for _ in range(400))
     assert stats.binomtest(below, 400, 0.5).pvalue > ALPHA
+
+
+def test_remembered_float_weights_give_the_same_draws(monkeypatch):
+    """The last law's float enclosures are kept between draws (noise.exact's memo): the
+    draws are the bytes of recomputing them every time, and the kept arrays are
+    read-only, so no caller can alter a later draw's law."""
+    from instancedp.noise import exact
+
+    lw = np.random.default_rng(3).normal(size=9) * 40.0
+    other = lw[::-1].copy()  # same size, another law: drawn in between, never mixed up
+    edges = np.cumsum(np.r_[0.0, np.random.default_rng(4).uniform(0.0, 2.0, 9)])
+
+    def draws() -> list:
+        src = simulation(17)
+        out = [sample_index(lw, src) for _ in range(100)]
+        out += [sample_index(lw if i % 3 else other, src) for i in range(100)]
+        return out + [sample_piece(lw, edges, src) for _ in range(200)]
+
+    kept = draws()
+    w = exact._float_weights_memo(lw, edges)[0]
+    assert not w.flags.writeable
+    monkeypatch.setattr(exact, "_FW_MEMO_MAX", -1)  # recompute on every draw
+    assert draws() == kept

@@ -80,7 +80,12 @@ def pairs(relation, sizes=(1, 2, 3)):
 def test_exact_quantile_variant_is_exactly_eps_dp(relation, q):
     eps = 0.8
     mech = InverseSensitivity(quantile(q, -1.0, 4.0, relation), eps)
-    check = check_mechanism(mech, pairs(relation))
+    # The release path is one code path whatever the relation and q (they change only
+    # the weights): check_mechanism samples it (false failure ≤ 1e−6 per input) in one
+    # cell, add/remove at q ≠ ½ (its pairs include the empty table); the others check
+    # the exact law only.
+    samples = 2000 if relation == "add_remove" and q != 0.5 else 0
+    check = check_mechanism(mech, pairs(relation), samples=samples)
     assert check.passed, check
     assert check.measured >= 0.35 * eps
 

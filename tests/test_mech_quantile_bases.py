@@ -64,13 +64,23 @@ def test_score_sensitivity_is_tight_against_brute_force(relation, q):
     assert worst == pytest.approx(score_sensitivity(q, relation))
 
 
+def _samples(relation: str, q: float) -> int:
+    """Draws for check_mechanism's release-path check (its false failure ≤ 1e−6 per
+    input): the release path of a base is one code path whatever the relation and q
+    (they change only the weights), so one cell per base samples it — add/remove at
+    q ≠ ½, whose pairs include the empty table — and the others check the exact law
+    only.  The release path's law is also checked below (test_release_path_matches_
+    exact_law, test_grid_release_lands_on_the_grid_with_exact_frequencies)."""
+    return 2000 if relation == "add_remove" and q != 0.5 else 0
+
+
 @pytest.mark.parametrize("relation", ["add_remove", "substitution"])
 @pytest.mark.parametrize("base", ["uniform", "log", "log-log"])
 @pytest.mark.parametrize("q", [0.5, 0.9])
 def test_continuous_bases_are_exactly_eps_dp(relation, base, q):
     eps = 0.7
     mech = ExponentialQuantile(quantile(q, -1.0, 4.0, relation), eps, base=base, log_scale=0.3)
-    check = check_mechanism(mech, pairs(relation))
+    check = check_mechanism(mech, pairs(relation), samples=_samples(relation, q))
     assert check.passed, check
     # not loose: some pair of these small tables spends most of a one-rank move
     assert check.measured >= 0.35 * eps
@@ -82,7 +92,7 @@ def test_continuous_bases_are_exactly_eps_dp(relation, base, q):
 def test_grid_base_is_exactly_eps_dp(relation, q, base):
     eps = 0.9
     mech = ExponentialQuantile(quantile(q, -1.0, 4.0, relation), eps, base=base, resolution=0.5)
-    check = check_mechanism(mech, pairs(relation))
+    check = check_mechanism(mech, pairs(relation), samples=_samples(relation, q))
     assert check.passed, check
     assert check.measured >= 0.35 * eps
 

@@ -204,10 +204,16 @@ def _nodes(c: float, breaks_y) -> tuple[np.ndarray, np.ndarray]:
     return y.ravel(), logw.ravel()
 
 
-def renyi_divergences(noise, lam: float, shift: float, alphas=ALPHAS) -> np.ndarray:
-    """D_α(Z ‖ e^λ Z + shift) for each α (vectorised quadrature)."""
+def _base(noise, shift: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(nodes, log-weights, log p at the nodes) for shift: shared by every λ."""
     y, logw = _nodes(noise.scale, [0.0, shift, *noise.kinks])
-    lp = noise.logpdf(y)
+    return y, logw, noise.logpdf(y)
+
+
+def renyi_divergences(noise, lam: float, shift: float, alphas=ALPHAS, base=None) -> np.ndarray:
+    """D_α(Z ‖ e^λ Z + shift) for each α (vectorised quadrature); ``base``: _base(noise,
+    shift), when already computed."""
+    y, logw, lp = _base(noise, shift) if base is None else base
     lq = noise.logpdf((y - shift) * math.exp(-lam)) - lam
     ok = np.isfinite(lp)
     vals = alphas[:, None] * lp[None, ok] + (1 - alphas[:, None]) * lq[None, ok] + logw[None, ok]
@@ -219,8 +225,11 @@ def worst_rho_ratio(noise, eps: float, gamma: float) -> float:
     pairs = [(lam, s) for lam in (-gamma, gamma) for s in (-1.0, 0.0, 1.0)]
     pairs += [(0.0, -1.0), (0.0, 1.0), (-gamma / 2, 0.5), (gamma / 2, -0.5)]
     worst = 0.0
+    bases: dict = {}  # the nodes and log p depend on the shift only (five shifts, ten pairs)
     for lam, s in pairs:
-        d = renyi_divergences(noise, lam, s)
+        if s not in bases:
+            bases[s] = _base(noise, s)
+        d = renyi_divergences(noise, lam, s, base=bases[s])
         worst = max(worst, float(np.max(d / (ALPHAS * eps**2 / 2))))
     return worst
 

@@ -747,6 +747,30 @@ def _float_weights(lw: np.ndarray, edges: np.ndarray | None):
     return w, s, lo, hi, m, c
 
 
+#: The last law's float enclosures, keyed by its inputs' bytes: a release path that
+#: draws many times from one law (``sample(data, size)``, audits) builds them once.
+#: Pure memoisation of a deterministic function: the draws are the same bytes.
+_FW_LAST: list = [None]
+_FW_MEMO_MAX = 1 << 16  # pieces; larger laws are recomputed rather than held in memory
+
+
+def _float_weights_memo(lw: np.ndarray, edges: np.ndarray | None):
+    """:func:`_float_weights`, remembered for the last (lw, edges) seen (read-only arrays)."""
+    if lw.size > _FW_MEMO_MAX:
+        return _float_weights(lw, edges)
+    key = (lw.tobytes(), None if edges is None else edges.tobytes())
+    last = _FW_LAST[0]
+    if last is not None and last[0] == key:
+        return last[1]
+    fw = _float_weights(lw, edges)
+    if fw is not None:
+        for a in fw:
+            if isinstance(a, np.ndarray):
+                a.setflags(write=False)
+    _FW_LAST[0] = (key, fw)
+    return fw
+
+
 def _ball_prefix(
     lw: np.ndarray, edges: np.ndarray | None, m: float, ok: np.ndarray, prec: int
 ) -> list[arb]:
@@ -769,7 +793,7 @@ def _ball_prefix(
 def _sample_index_exact(lw: np.ndarray, edges: np.ndarray | None, source: RandomSource) -> int:
     from ..errors import ParameterError
 
-    fw = _float_weights(lw, edges)
+    fw = _float_weights_memo(lw, edges)
     if fw is None:
         raise ParameterError(
             "log_weights has no finite entry of positive weight",
