@@ -250,12 +250,11 @@ def test_all_equal_rows_and_ties_on_grid():
 
 
 def test_default_rule_reads_public_information_only():
-    from instancedp.mechanisms.loglog import LogLogQuantile
     from instancedp.mechanisms.unbounded import UnboundedQuantile
     from instancedp.recipes import build_mechanism
 
     m = build_mechanism("median", 1.0, bounds=None)
-    assert isinstance(m, LogLogQuantile) and m.neighbours == "add_remove"
+    assert isinstance(m, UnboundedQuantile) and m.neighbours == "add_remove"
     m = build_mechanism("quantile", 1.0, bounds=None, quantile=0.9, neighbours="substitution")
     assert isinstance(m, UnboundedQuantile) and m.neighbours == "substitution"
     m = build_mechanism("quantile", 1.0, bounds=(0, 100), quantile=0.9)

@@ -45,8 +45,8 @@ def _records(sources, q: float, seed: int) -> list[str]:
 def test_duckdb_sqlite_and_numpy_give_the_in_memory_record(tmp_path, name, q):
     stat, opts = ("median", {}) if q == 0.5 else ("quantile", {"quantile": q})
     mech = out_of_core_mechanism(stat, 0.5, **opts)
-    # the default rule: the median in one step on the whole line, other levels by the scan
-    assert mech.name == ("loglog_quantile" if q == 0.5 else "unbounded_quantile")
+    # the default rule: the scan-then-bracket release at every level
+    assert mech.name == "unbounded_quantile"
     want = _json(mech.release(_clean(name), simulation(9)))
     with open_source(parquet_file(tmp_path, name)) as duck, \
             open_source(sqlite_file(tmp_path, name), table="t") as lite:

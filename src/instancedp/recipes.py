@@ -176,8 +176,6 @@ def default_mechanism(
     statistic = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
     if statistic == "quantiles":  # with bounds and m ≤ JOINT_MAX_LEVELS
         return default_quantiles_mechanism(1, bounded=True)
-    if statistic in ("median", "quantile"):
-        return "exponential"
     if neighbours == "add_remove" and statistic in _DEFAULT_ADD_REMOVE:
         return _DEFAULT_ADD_REMOVE[statistic]
     return _DEFAULT_MECHANISM[statistic]
