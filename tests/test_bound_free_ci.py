@@ -70,8 +70,19 @@ LIMIT = int(binom.ppf(1.0 - FALSE_FAILURE, TRIALS, 1.0 - LEVEL))
 @pytest.mark.parametrize("q", [0.5, 0.1, 0.9])
 def test_coverage_add_remove(cell, q):
     mech = build(q)
-    assert mech.inner.name == ("loglog_quantile" if q == 0.5 else "unbounded_quantile")
+    assert mech.inner.name == "unbounded_quantile"  # the default at every level
     assert misses(mech, CELLS[cell], q, seed=len(cell)) <= LIMIT
+
+
+@pytest.mark.parametrize("cell", ["normal", "ties", "one_row"])
+def test_coverage_of_the_one_step_median_by_name(cell):
+    """The log-log one-step median (no longer the default, still offered) keeps its
+    interval's coverage."""
+    from instancedp.mechanisms.loglog import LogLogQuantile
+
+    mech = iv.with_interval(lambda e: LogLogQuantile(0.5, e), 2.0, LEVEL)
+    assert mech.inner.name == "loglog_quantile"
+    assert misses(mech, CELLS[cell], 0.5, seed=len(cell)) <= LIMIT
 
 
 @pytest.mark.parametrize("cell", ["normal", "ties", "two_rows", "all_equal"])
@@ -236,6 +247,6 @@ def test_cli_median_ci_without_bounds(tmp_path, capsys):
     assert "interval" in out and "95% confidence" in out
     assert main([*argv, "--json"]) in (0, None)
     rec = json.loads(capsys.readouterr().out)
-    assert rec["mechanism"] == "loglog_quantile" and rec["parameters"]["bounds"] is None
+    assert rec["mechanism"] == "unbounded_quantile" and rec["parameters"]["bounds"] is None
     assert rec["ci"]["method"] == iv.QUANTILE and rec["parameters"]["interval"]["epsilon"] == 0.25
     assert rec["ci"]["parameters"]["range"][0] < rec["value"] < rec["ci"]["parameters"]["range"][1]

@@ -73,7 +73,7 @@ def test_named_mechanism_given_resolution_and_oversized_grid_are_kept():
     assert _release(INTS, resolution=2.0).parameters["resolution"] == 2.0
     # 2^53 grid points or more cannot be indexed exactly: the continuous base stays
     assert _release(INTS, bounds=(0.0, 1e300)).parameters["base"] == "log-atoms"
-    assert _release(INTS, bounds=None).mechanism == "loglog_quantile"
+    assert _release(INTS, bounds=None).mechanism == "unbounded_quantile"
 
 
 @pytest.mark.parametrize(

@@ -77,7 +77,7 @@ def test_session_on_parquet_releases_without_bounds(tmp_path):
                                                   **opts))
                         for stat, opts in (("median", {}), ("quantile", {"quantile": 0.9}))])
     assert got[0] == got[1]
-    for rec, name in zip((json.loads(r) for r in got[0]), ("loglog_quantile",
+    for rec, name in zip((json.loads(r) for r in got[0]), ("unbounded_quantile",
                                                              "unbounded_quantile"), strict=True):
         assert rec["mechanism"] == name and rec["parameters"]["bounds"] is None
 
