@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 import pytest
-from interval_support import assert_same_but_moving
+from interval_support import assert_same_but_moving, structure
 from scipy.stats import binom
 
 from instancedp import intervals as iv
@@ -303,14 +303,6 @@ def test_unsupported_mechanism_is_refused_before_any_charge(tmp_path, monkeypatc
 # -- records -------------------------------------------------------------------------
 
 
-def _structure(obj):
-    if isinstance(obj, dict):
-        return {k: _structure(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_structure(v) for v in obj]
-    return type(obj).__name__
-
-
 @pytest.mark.parametrize(
     "statistic,options",
     [("count", {}), ("mean", {"bounds": (0, 100)}), ("median", {"bounds": (0, 100)}),
@@ -327,7 +319,7 @@ def test_neighbouring_records_differ_only_in_values(statistic, options):
     mech = build(statistic, **options)
     ra = mech.release(a, rng=simulation(10)).to_dict()
     rb = mech.release(b, rng=simulation(10)).to_dict()
-    assert _structure(ra) == _structure(rb)
+    assert structure(ra) == structure(rb)
     assert_same_but_moving(ra, rb, {"lower", "upper", "noisy_log_scale"})
 
 

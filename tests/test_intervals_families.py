@@ -17,7 +17,7 @@ import math
 import networkx as nx
 import numpy as np
 import pytest
-from interval_support import assert_same_but_moving
+from interval_support import assert_same_but_moving, structure
 from scipy.stats import binom
 
 from instancedp import intervals as iv
@@ -316,14 +316,6 @@ def test_categorical_and_generic_releases_are_refused_with_their_reason():
 # -- records of neighbours -----------------------------------------------------------
 
 
-def _structure(obj):
-    if isinstance(obj, dict):
-        return {k: _structure(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_structure(v) for v in obj]
-    return type(obj).__name__
-
-
 MOVING = {"lower", "upper", "bound", "noisy_a", "noisy_b", "noisy_ones", "noisy_zeros",
           "noisy_log_rate"}
 
@@ -347,7 +339,7 @@ def test_neighbouring_records_differ_only_in_values(statistic, options):
     mech = build(statistic, delta=options.pop("delta", None), **options)
     ra = mech.release(a, rng=simulation(13)).to_dict()
     rb = mech.release(b, rng=simulation(13)).to_dict()
-    assert _structure(ra) == _structure(rb)
+    assert structure(ra) == structure(rb)
     _same_but_values(ra, rb)
 
 
@@ -358,7 +350,7 @@ def test_neighbouring_graphs_and_levels_records():
     h.add_edge(u, v)
     mech = build("triangles", delta=1e-6, mechanism="bounded-ls", vertices=12)
     ra, rb = (mech.release(x, rng=simulation(14)).to_dict() for x in (g, h))
-    assert _structure(ra) == _structure(rb)
+    assert structure(ra) == structure(rb)
     _same_but_values(ra, rb)
     lv = iv.with_interval(lambda e: _levels_mechanism(e), 1.0, LEVEL)
     ra, rb = (lv.release(x, rng=simulation(15)).to_dict() for x in (NORMAL[:50], NORMAL[:49]))
