@@ -24,7 +24,8 @@ columns, ``benchmarks/accuracy_grid.py``).  A value on several levels (0, 10, �
 carries the sum of its atoms.
 
 Realised as a chart.  Let E₋(t) = (1 − w)·φ(t) + Σ_j (w/J)·φ((K_j(t) + ½)·10^j),
-K_j(t) the largest k with c_{j,k} < t, and E₊(t) the same with c_{j,k} ≤ t.  E₋
+K_j(t) the largest k with c_{j,k} < t, and E₊(t) the same with c_{j,k} ≤ t
+(:meth:`AtomChart.coordinates` computes both and whether t is an atom at once).  E₋
 and E₊ are non-decreasing, E₋(t) ≤ E₊(t), E₊(t) ≤ E₋(t′) for t < t′, and
 E₊(c) − E₋(c) is the atom mass at c (zero off the atoms).  The expanded line
 [E₋(lower), E₊(upper)] with Lebesgue measure is μ pushed forward: a point u of
@@ -119,40 +120,45 @@ class AtomChart:
         return (2.0 * k + 1.0) * (10.0**j / 2.0) if j >= 0 else (2.0 * k + 1.0) / (
             2.0 * 10.0**-j)
 
-    def _last(self, t: np.ndarray, j: int, inclusive: bool) -> np.ndarray:
-        """K_j(t): the largest k with atom(k) < t (≤ t when ``inclusive``)."""
+    def _last(self, t: np.ndarray, j: int) -> np.ndarray:
+        """K_j(t): the largest k with atom(k) ≤ t."""
         k0 = np.floor(t / 10.0**j) if j >= 0 else np.floor(t * 10.0**-j)
         best = np.full(t.shape, np.nan)
         for d in (-2.0, -1.0, 0.0, 1.0, 2.0):  # the float quotient is off by ≤ 1
             k = k0 + d
             a = self._atom(k, j)
-            ok = (a <= t) if inclusive else (a < t)
-            best = np.where(ok, k, best)  # increasing k: the last that passes wins
+            best = np.where(a <= t, k, best)  # increasing k: the last that passes wins
         return best
 
-    def _chart(self, t: Any, inclusive: bool) -> np.ndarray:
+    def coordinates(self, t: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(E₋(t), E₊(t), whether t is an atom), in one pass over the levels: K_j at or
+        below t, one less when that atom is t itself (atoms are distinct doubles:
+        their spacing 10^j exceeds an ulp of the span, as the levels require)."""
         t = np.asarray(t, dtype=np.float64) + 0.0
         s = self.scale
-        out = (1.0 - self.share) * (np.sign(t) * np.log1p(np.abs(t) / s))
+        cont = (1.0 - self.share) * (np.sign(t) * np.log1p(np.abs(t) / s))
+        lo, hi = cont, cont
+        hit = np.zeros(t.shape, dtype=bool)
         for j in self.levels:
-            c = self._half_past(self._last(t, j, inclusive), j)
-            out = out + self.weight * (np.sign(c) * np.log1p(np.abs(c) / s))
-        return out
+            k = self._last(t, j)
+            on = self._atom(k, j) == t
+            hit |= on
+            c_hi = self._half_past(k, j)
+            c_lo = self._half_past(np.where(on, k - 1.0, k), j)
+            hi = hi + self.weight * (np.sign(c_hi) * np.log1p(np.abs(c_hi) / s))
+            lo = lo + self.weight * (np.sign(c_lo) * np.log1p(np.abs(c_lo) / s))
+        return lo, hi, hit
 
     def left(self, t: Any) -> np.ndarray:
         """E₋(t): the expanded coordinate just below t."""
-        return self._chart(t, False)
+        return self.coordinates(t)[0]
 
     def right(self, t: Any) -> np.ndarray:
         """E₊(t): the expanded coordinate just above t (E₋(t) + the atom mass at t)."""
-        return self._chart(t, True)
+        return self.coordinates(t)[1]
 
     def is_atom(self, t: Any) -> np.ndarray:
-        t = np.asarray(t, dtype=np.float64) + 0.0
-        hit = np.zeros(t.shape, dtype=bool)
-        for j in self.levels:
-            hit |= self._atom(self._last(t, j, True), j) == t
-        return hit
+        return self.coordinates(t)[2]
 
     def value(self, u: float) -> float:
         """The map back: max{t in [lower, upper] : E₋(t) ≤ u}."""
@@ -224,7 +230,7 @@ def expanded_law(chart: AtomChart, values: np.ndarray, coords: np.ndarray,
     w = np.exp(lw - top)
     z = float(np.sum(w * length))
     pts = atom_points(chart)
-    lo_e, hi_e = chart.left(pts), chart.right(pts)
+    lo_e, hi_e, _ = chart.coordinates(pts)
     piece = np.searchsorted(coords, (lo_e + hi_e) / 2.0, side="right") - 1
     piece = np.clip(piece, 0, lw.size - 1)
     mass = w[piece] * (hi_e - lo_e) / z

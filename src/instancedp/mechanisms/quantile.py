@@ -664,9 +664,9 @@ class PieceSet:
         if self._atoms is None:
             return self._chart(values) if self._chart is not None else values
         at = np.asarray(at, dtype=np.int64)
-        left, right = self._atoms.left(values), self._atoms.right(values)
+        left, right, atom = self._atoms.coordinates(values)
         out = np.where(at > self.n, right, left)  # boundary n + 1 (upper) is above every row
-        atom = self._atoms.is_atom(values) & (at > 0) & (at <= self.n)
+        atom = atom & (at > 0) & (at <= self.n)
         if not atom.any():
             return out
         # runs of equal values among the held boundaries; a run's held ends are its true
