@@ -14,8 +14,10 @@ import pytest
 from instancedp.audit.profile import check_mechanism, neighbour_pairs_from_brute
 from instancedp.errors import ParameterError
 from instancedp.mechanisms.quantile import (
+    GRID_SHRINK,
     ExponentialQuantile,
     grid_quantile_from_counts,
+    grid_scores,
     grid_segments,
     score_sensitivity,
 )
@@ -50,6 +52,16 @@ def score(x, t, q):
     return float(min(abs(i - qn) for i in range(a, b + 1)))
 
 
+def grid_score(x, t, q, lam=GRID_SHRINK):
+    """The grid bases' score from its definition: dist(q·n, [L + a·E, L + E − a·E]),
+    L = #{x < t}, E = #{x = t}, a = λ·min(q, 1 − q), in exact rationals."""
+    x = np.asarray(x, float)
+    low, e = int(np.sum(x < t)), int(np.sum(x == t))
+    a = Fraction(lam) * min(Fraction(q), 1 - Fraction(q))
+    qn = Fraction(q) * x.size
+    return float(max(low + a * e - qn, qn - (low + e - a * e), 0))
+
+
 @pytest.mark.parametrize("relation", ["add_remove", "substitution"])
 @pytest.mark.parametrize("q", [0.5, 0.25, 0.9])
 def test_score_sensitivity_is_tight_against_brute_force(relation, q):
@@ -62,6 +74,44 @@ def test_score_sensitivity_is_tight_against_brute_force(relation, q):
         for y in nbrs:
             worst = max(worst, max(abs(score(x, t, q) - score(y, t, q)) for t in ts))
     assert worst == pytest.approx(score_sensitivity(q, relation))
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "substitution"])
+@pytest.mark.parametrize("q", [0.5, 0.25, 0.9])
+@pytest.mark.parametrize("lam", [GRID_SHRINK, 1.0])
+def test_grid_score_sensitivity_is_tight_against_brute_force(relation, q, lam):
+    # the shrunk interval keeps Δ for every share a ≤ ½ (docs/formulas.md, the grid score)
+    ts = (-0.5, 0.0, 0.5, 1.0, 2.0, 3.0, 3.5)
+    worst = 0.0
+    inputs = [((), [(v,) for v in DOMAIN])] if relation == "add_remove" else []
+    for n in range(1, 5):
+        inputs += [(x, brute.neighbours(x, relation, DOMAIN)) for x in brute.datasets(DOMAIN, n)]
+    for x, nbrs in inputs:
+        for y in nbrs:
+            worst = max(worst, max(abs(grid_score(x, t, q, lam) - grid_score(y, t, q, lam))
+                                   for t in ts))
+    assert worst == pytest.approx(score_sensitivity(q, relation))
+
+
+def test_grid_scores_match_the_definition():
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        n = int(rng.integers(0, 9))
+        x = rng.integers(0, 5, n).astype(float)
+        q = float(rng.choice([0.1, 0.25, 0.5, 0.75, 0.9]))
+        lam = float(rng.choice([0.0, GRID_SHRINK, 0.5, 1.0]))
+        t = np.arange(-1.0, 6.0)
+        below = np.array([np.sum(x < v) for v in t])
+        above = np.array([np.sum(x > v) for v in t])
+        got = grid_scores(below, above, q, n, shrink=lam)
+        want = [grid_score(x, v, q, lam) for v in t]
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    # the run holding the target rank keeps score 0 here; its neighbours are charged a
+    # share of their own runs on top of the target rank's distance to the shared edge
+    x = [1.0] * 4 + [2.0] * 10 + [3.0] * 6  # n = 20, q·n = 10: ranks 4 … 14 at 2
+    assert grid_score(x, 2.0, 0.5, 0.0) == grid_score(x, 2.0, 0.5, GRID_SHRINK) == 0.0
+    assert grid_score(x, 1.0, 0.5, 0.0) == 6.0
+    assert grid_score(x, 1.0, 0.5, GRID_SHRINK) == 6.0 + 0.5 * GRID_SHRINK * 4
 
 
 def _samples(relation: str, q: float) -> int:
@@ -144,7 +194,8 @@ def test_grid_release_lands_on_the_grid_with_exact_frequencies():
 
 
 def test_log_grid_masses_against_definition():
-    # P(k) ∝ exp(−ε·s(c_k)/(2Δ)) · (φ(c_k + r/2) − φ(c_k − r/2)), φ(t) = sign(t)·log1p(|t|/s)
+    # P(k) ∝ exp(−ε·s(c_k)/(2Δ)) · (φ(c_k + r/2) − φ(c_k − r/2)), s the grid score,
+    # φ(t) = sign(t)·log1p(|t|/s)
     x = [3.0, 3.0, 5.0, 12.0]
     mech = ExponentialQuantile(
         quantile(0.5, 0, 20, "add_remove"), 1.0, base="log-grid", resolution=1, log_scale=2.0,
@@ -156,7 +207,7 @@ def test_log_grid_masses_against_definition():
         return np.sign(t) * np.log1p(abs(t) / 2.0)
 
     ref = {
-        float(k): np.exp(-score(x, k, 0.5) / (2 * 0.5)) * (phi(k + 0.5) - phi(k - 0.5))
+        float(k): np.exp(-grid_score(x, k, 0.5) / (2 * 0.5)) * (phi(k + 0.5) - phi(k - 0.5))
         for k in range(21)
     }
     z = sum(ref.values())

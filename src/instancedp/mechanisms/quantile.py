@@ -15,7 +15,19 @@ a run of ties that holds the target rank, where the point score
 |(1 − q)·L − q·G| (Smith 2011, OpenDP) would charge the run's asymmetry.  One
 row added or removed moves s by at most Δ = max(q, 1 − q); a substitution by at
 most Δ = 1 (the lemma and proof in :mod:`~instancedp.mechanisms.atoms`;
-brute force in tests/test_mech_quantile_bases.py).  The release has
+brute force in tests/test_mech_quantile_bases.py).
+
+The grid bases score a grid point with the run's rank interval shrunk towards
+its middle (:func:`grid_scores`),
+
+    s(t) = dist(q·n, [L + a·E, L + E − a·E]),   a = GRID_SHRINK·min(q, 1 − q):
+
+on a grid the neighbours of the true value are grid points holding runs of their
+own, and the unshrunk interval scores a neighbour only by the target rank's
+distance to the shared edge (≈ 0 when q·n sits near a run's end); the shrink
+charges each neighbour a share of its own run too.  Off the rows (E = 0) the two
+scores agree.  The same Δ (lemma in docs/formulas.md, "The grid score"; brute
+force in tests/test_mech_quantile_bases.py).  The release has
 density (probability, on a grid) proportional to
 
     μ(t) · exp(−ε · s(t) / (2Δ))
@@ -118,13 +130,16 @@ LOGLOG_ALPHA = 0.5
 #: how a finite (grid) law is drawn; the continuous bases are the exponential mechanism
 SAMPLERS = ("permute-and-flip", "exponential")
 _LOG_SCALE_FRACTION = 1e-4
+#: λ of the grid score's shrink a = λ·min(q, 1 − q) (:func:`grid_scores`; chosen on
+#: synthetic integer columns by benchmarks/grid_score.py, docs/results/grid_score.md)
+GRID_SHRINK = 0.25
 
 
 # --------------------------------------------------------------------------- core functions
 
 
 def score_sensitivity(q: float, neighbours: str) -> float:
-    """Δ of the quantile score s(t) = |(1 − q)·L(t) − q·G(t)| under the relation."""
+    """Δ of the quantile scores (module docstring, :func:`grid_scores`) under the relation."""
     if neighbours == "substitution":
         return 1.0
     if neighbours == "add_remove":
@@ -136,20 +151,41 @@ def score_sensitivity(q: float, neighbours: str) -> float:
     )
 
 
-def quantile_scores(below: np.ndarray, above: np.ndarray, q: float, n: int) -> np.ndarray:
-    """S = dist(q·n, {below, …, n − above}), elementwise (floats): the distance from the
-    target rank to the ranks a point holding n − below − above rows can take
-    (``mechanisms/atoms.py``: sensitivity max(q, 1 − q) under add/remove, 1 under
-    substitution).  |below − q·n| off the rows, 0 up to rounding on a run of ties
-    holding the target rank."""
-    a = np.asarray(below, dtype=np.float64)
-    b = n - np.asarray(above, dtype=np.float64)
+def grid_scores(below: np.ndarray, above: np.ndarray, q: float, n: int,
+                shrink: float | None = None) -> np.ndarray:
+    """The grid bases' score, elementwise (floats): S = dist(q·n, [L + a·E, L + E − a·E]),
+    L = ``below``, E = n − below − above, a = shrink·min(q, 1 − q) (shrink defaults to
+    :data:`GRID_SHRINK`).  |L − q·n| off the rows; on a run of ties the rank interval
+    shrinks towards the run's middle (module docstring; Δ as
+    :func:`score_sensitivity`, docs/formulas.md)."""
+    a = _grid_shrink_share(q, shrink)
+    lo = np.asarray(below, dtype=np.float64)
+    e = n - np.asarray(above, dtype=np.float64) - lo
     qn = q * n
-    return np.where(qn < a, a - qn, np.where(qn > b, qn - b, np.abs(qn - np.floor(qn + 0.5))))
+    left, right = lo + a * e, lo + e - a * e
+    return np.maximum(np.maximum(left - qn, qn - right), 0.0)
+
+
+def _grid_shrink_share(q: float, shrink: float | None) -> float:
+    # λ·min(q, 1 − q) with λ ∈ [0, 1] a dyadic constant: an exact double in [0, ½]
+    return (GRID_SHRINK if shrink is None else shrink) * min(q, 1.0 - q)
+
+
+def _grid_score_ball(below: int, above: int, q: float, n: int) -> Any:
+    """:func:`grid_scores` as an exact ball (q and the share are doubles: dyadic)."""
+    from fractions import Fraction
+
+    from flint import arb
+
+    a, qn = Fraction(_grid_shrink_share(q, None)), Fraction(q) * n
+    e = n - above - below
+    left, right = below + a * e, below + e - a * e
+    s = max(left - qn, qn - right, Fraction(0))
+    return arb(s.numerator) / arb(s.denominator)
 
 
 def _score_terms(below: np.ndarray, above: np.ndarray, q: float, n: int) -> np.ndarray:
-    """A bound on the magnitudes :func:`quantile_scores` subtracts (its float error is
+    """A bound on the magnitudes :func:`grid_scores` subtracts (its float error is
     relative to them, not to the score, which may cancel)."""
     return q * n + np.asarray(below, dtype=np.float64) + (n - np.asarray(above, np.float64))
 
@@ -319,7 +355,7 @@ def _rows_of(below: np.ndarray, above: np.ndarray) -> int:
 def _grid_log_weights(lengths, below, above, q, epsilon, neighbours, n) -> np.ndarray:
     delta = score_sensitivity(q, neighbours)
     with np.errstate(divide="ignore"):
-        return np.log(lengths.astype(np.float64)) - epsilon * quantile_scores(
+        return np.log(lengths.astype(np.float64)) - epsilon * grid_scores(
             below, above, q, n) / (2.0 * delta)
 
 
@@ -359,17 +395,6 @@ def _gauss_legendre_unit(nodes: int) -> tuple[np.ndarray, np.ndarray]:
     return (x + 1.0) / 2.0, w / 2.0
 
 
-def _score_ball(below: int, above: int, q: float, n: int) -> Any:
-    """:func:`quantile_scores` as an exact ball (q a double: q·n is a dyadic rational)."""
-    from fractions import Fraction
-
-    from flint import arb
-
-    qn, a, b = Fraction(q) * n, below, n - above
-    s = a - qn if qn < a else (qn - b if qn > b else abs(qn - math.floor(qn + Fraction(1, 2))))
-    return arb(s.numerator) / arb(s.denominator)
-
-
 def _rate_ball(epsilon: float, delta: float) -> Any:
     from flint import arb
 
@@ -383,14 +408,14 @@ def permute_and_flip_segments(
     """A sampler of (segment, offset) by exact permute-and-flip over segments of equal score.
 
     Segment b holds ``lengths[b]`` candidates that all have the score s_b
-    (:func:`quantile_scores`), utility −ε·s_b/(2Δ) (empty segments are
+    (:func:`grid_scores`), utility −ε·s_b/(2Δ) (empty segments are
     dropped).  :func:`~instancedp.noise.exact.sample_permute_and_flip` with every
     ratio 1: the exact real-number law of :func:`permute_and_flip_probabilities`.
     Built once per table; each call of the returned function is one draw.
     """
     keep = np.flatnonzero(np.asarray(lengths) > 0)
     delta = score_sensitivity(q, neighbours)
-    s = quantile_scores(below[keep], above[keep], q, n)
+    s = grid_scores(below[keep], above[keep], q, n)
     a = epsilon / (2.0 * delta)
     log_rate, sizes = -a * s, np.asarray(lengths)[keep]
     # the float score's error is relative to its terms, not to s (which may cancel)
@@ -398,7 +423,7 @@ def permute_and_flip_segments(
 
     def ball(b: int) -> Any:
         i = int(keep[b])
-        return -_rate_ball(epsilon, delta) * _score_ball(int(below[i]), int(above[i]), q, n)
+        return -_rate_ball(epsilon, delta) * _grid_score_ball(int(below[i]), int(above[i]), q, n)
 
     def draw(source: RandomSource) -> tuple[int, int]:
         b, j = sample_permute_and_flip(log_rate, ball, sizes, terms, None, source)
@@ -452,7 +477,7 @@ def grid_quantile_from_counts(
     rows whose value rounds to ``candidates[k]`` (rows outside the grid count
     at its nearest end).  Only these counts are read, so a database engine
     can compute them (GROUP BY the rounded value) without exporting the
-    column.  Utility u_k = −ε·s_k/(2Δ), s_k = |(1 − q)·#below − q·#above|
+    column.  Utility u_k = −ε·s_k/(2Δ), s_k = :func:`grid_scores`
     (module docstring); ``sampler="permute-and-flip"`` (default) releases by
     permute-and-flip on u (McKenna & Sheldon 2020), ``"exponential"`` with
     probability ∝ exp(u_k) (McSherry & Talwar 2007).  Both are ε-DP; the first
@@ -488,7 +513,7 @@ def grid_quantile_probabilities(
     n = int(cnt.sum())
     below = np.concatenate(([0], np.cumsum(cnt)[:-1]))
     above = n - below - cnt
-    u = -eps * quantile_scores(below, above, qf, n) / (2.0 * score_sensitivity(qf, neighbours))
+    u = -eps * grid_scores(below, above, qf, n) / (2.0 * score_sensitivity(qf, neighbours))
     if sampler == "permute-and-flip":
         return permute_and_flip_probabilities(u)
     p = np.exp(u - u.max())
@@ -889,8 +914,8 @@ class ExponentialQuantile(Mechanism):
         k = np.concatenate((starts, [self._grid_count])).astype(np.float64)
         edges = phi(self.lower + (k - 0.5) * self.resolution)
         delta = score_sensitivity(self.q, self.neighbours)
-        log_score = -self.epsilon * quantile_scores(below, above, self.q,
-                                                    _rows_of(below, above)) / (2.0 * delta)
+        log_score = -self.epsilon * grid_scores(below, above, self.q,
+                                                _rows_of(below, above)) / (2.0 * delta)
         return starts, edges, log_score
 
     # -- permute-and-flip on the log grid -----------------------------------------------
@@ -963,7 +988,7 @@ class ExponentialQuantile(Mechanism):
         delta = score_sensitivity(self.q, self.neighbours)
         a = self.epsilon / (2.0 * delta)
         n = _rows_of(below, above)
-        score = quantile_scores(below[segment], above[segment], self.q, n)
+        score = grid_scores(below[segment], above[segment], self.q, n)
         log_rate = -a * score + log_mu
         # float error: relative to the score's terms (s may cancel) and, in μ, to span/s
         terms = a * _score_terms(below[segment], above[segment], self.q, n)
@@ -986,7 +1011,7 @@ class ExponentialQuantile(Mechanism):
         def ball(b: int) -> Any:
             i = int(segment[b])
             return (-_rate_ball(self.epsilon, delta)
-                    * _score_ball(int(below[i]), int(above[i]), self.q, n) + top(b).log())
+                    * _grid_score_ball(int(below[i]), int(above[i]), self.q, n) + top(b).log())
 
         def ratio(b: int, j: int) -> Any:
             return self._cell_measure_ball(int(bstart[b]) + j) / top(b)
@@ -1089,7 +1114,7 @@ class ExponentialQuantile(Mechanism):
         )
         k = np.arange(self._grid_count)
         seg = np.searchsorted(starts[lengths > 0], k, side="right") - 1
-        s = quantile_scores(below, above, self.q, _rows_of(below, above))[lengths > 0][seg]
+        s = grid_scores(below, above, self.q, _rows_of(below, above))[lengths > 0][seg]
         u = -self.epsilon * s / (2.0 * score_sensitivity(self.q, self.neighbours))
         if self.base == "log-grid":
             u = u + self._log_cell_measure(k)
