@@ -62,17 +62,21 @@ def grid_score(x, t, q, lam=GRID_SHRINK):
     return float(max(low + a * e - qn, qn - (low + e - a * e), 0))
 
 
+def _worst_change(score_of, relation, max_rows):
+    """The largest change of score_of(x, t) over brute-force neighbour pairs of DOMAIN
+    (tables of up to ``max_rows`` rows; the empty table too under add/remove)."""
+    ts = (-0.5, 0.0, 0.5, 1.0, 2.0, 3.0, 3.5)
+    inputs = [((), [(v,) for v in DOMAIN])] if relation == "add_remove" else []
+    for n in range(1, max_rows + 1):
+        inputs += [(x, brute.neighbours(x, relation, DOMAIN)) for x in brute.datasets(DOMAIN, n)]
+    return max(abs(score_of(x, t) - score_of(y, t))
+               for x, nbrs in inputs for y in nbrs for t in ts)
+
+
 @pytest.mark.parametrize("relation", ["add_remove", "substitution"])
 @pytest.mark.parametrize("q", [0.5, 0.25, 0.9])
 def test_score_sensitivity_is_tight_against_brute_force(relation, q):
-    ts = (-0.5, 0.0, 0.5, 1.0, 2.0, 3.0, 3.5)
-    worst = 0.0
-    inputs = [((), [(v,) for v in DOMAIN])] if relation == "add_remove" else []
-    for n in range(1, 4):
-        inputs += [(x, brute.neighbours(x, relation, DOMAIN)) for x in brute.datasets(DOMAIN, n)]
-    for x, nbrs in inputs:
-        for y in nbrs:
-            worst = max(worst, max(abs(score(x, t, q) - score(y, t, q)) for t in ts))
+    worst = _worst_change(lambda x, t: score(x, t, q), relation, 3)
     assert worst == pytest.approx(score_sensitivity(q, relation))
 
 
@@ -81,15 +85,7 @@ def test_score_sensitivity_is_tight_against_brute_force(relation, q):
 @pytest.mark.parametrize("lam", [GRID_SHRINK, 1.0])
 def test_grid_score_sensitivity_is_tight_against_brute_force(relation, q, lam):
     # the shrunk interval keeps Δ for every share a ≤ ½ (docs/formulas.md, the grid score)
-    ts = (-0.5, 0.0, 0.5, 1.0, 2.0, 3.0, 3.5)
-    worst = 0.0
-    inputs = [((), [(v,) for v in DOMAIN])] if relation == "add_remove" else []
-    for n in range(1, 5):
-        inputs += [(x, brute.neighbours(x, relation, DOMAIN)) for x in brute.datasets(DOMAIN, n)]
-    for x, nbrs in inputs:
-        for y in nbrs:
-            worst = max(worst, max(abs(grid_score(x, t, q, lam) - grid_score(y, t, q, lam))
-                                   for t in ts))
+    worst = _worst_change(lambda x, t: grid_score(x, t, q, lam), relation, 4)
     assert worst == pytest.approx(score_sensitivity(q, relation))
 
 
