@@ -1195,10 +1195,10 @@ def _markdown(summary: dict, out: Path, ours: list[str]) -> None:
     lines += [
         "",
         "## Bound-free (bounds=None) vs the best bounded peer, bounds 100× the data's range\n",
-        "`unbounded` is the release (`bounds=None`, `bound_free_quantile`: the median in "
-        "one step, the exponential mechanism on the whole line with the log-log base; other "
-        "levels by Durfee's scan at the library's default share, which places a bracket, "
-        "the exponential mechanism with the log base drawing inside it); `scan-only` is "
+        "`unbounded` is the release (`bounds=None`, `bound_free_quantile`: every level, "
+        "the median included, by Durfee's scan at the library's default share, which "
+        "places a bracket, the exponential mechanism with the log base drawing inside it; "
+        "the one-step log-log median is the sweep's `+loglog-median` row); `scan-only` is "
         "Durfee's scan alone on a 1.001 grid (the earlier release), for comparison.  "
         "`mae`: the mean absolute error, dominated by the far tail no bound-free release "
         "avoids (below); `medae`: the median absolute error.\n",
