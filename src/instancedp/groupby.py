@@ -689,8 +689,12 @@ def plan(
     selection_delta: float | None = None,
     aggregates: bool = False,
     ci: float | None = None,
+    resolution: float | None = None,
 ) -> dict[str, Any]:
     """Everything decided from public parameters: mechanisms, ε split, guarantee.
+
+    ``resolution``: the column's declared resolution; in memory the default median
+    and quantiles of every group release on its grid (as a single release does).
 
     ``aggregates``: per-group mechanisms that read a backend's aggregates
     (:func:`instancedp.sources.out_of_core_mechanism`: the single release's
@@ -755,6 +759,9 @@ def plan(
         opts: dict[str, Any] = {"bounds": bounds} if stat != "count" else {}
         if q is not None:
             opts["quantile"] = q
+        if (stat in ("median", "quantile") and resolution is not None and not aggregates
+                and mechanism is None):
+            opts["resolution"] = resolution
         build = out_of_core_mechanism if aggregates else build_mechanism
         chosen = mechanism if stat != "count" else None
         if ci is None:
@@ -1010,6 +1017,7 @@ def group_release(
     where: Mapping[str, Any] | None = None,
     ci: float | None = None,
     analyst: bool = False,
+    resolution: float | None = None,
 ) -> GroupRelease:
     """Release ``statistic`` of ``column`` for every group of ``by``.
 
@@ -1037,6 +1045,10 @@ def group_release(
     interval (:mod:`instancedp.intervals`), paid inside that group's ε_g, so
     parallel composition covers the intervals too; computed in memory (files
     are read; a database or Spark refuses ``ci`` before the charge).
+
+    ``resolution``: the column's declared resolution (public schema; the Session
+    reads it from an in-memory column's type), used by the in-memory default median
+    and quantiles (:func:`plan`).
     """
     from .random import resolve
     from .sources import input_kind
@@ -1058,7 +1070,7 @@ def group_release(
         )
     p = plan(statistic, epsilon=epsilon, delta=delta, keys=keys, split=split,
              neighbours=neighbours, max_groups=max_groups, bounds=bounds, mechanism=mechanism,
-             aggregates=agg, ci=ci)
+             aggregates=agg, ci=ci, resolution=resolution)
     needs_values = any(s != "count" for s, _ in p["statistics"])
     if needs_values and column is None:
         raise ParameterError("statistics other than count need column=", parameter="column")

@@ -568,7 +568,9 @@ class Session:
                 mech, column, sql=sql, rng=rng, convert_delta=convert_delta,
                 drop_missing=drop_missing,
             )
-        options = self._declared_resolution(stat, column, sql, options)
+        if stat in ("median", "quantile") and sql is None:
+            res = self._declared_resolution(column, options)
+            options = options if res is None else {**options, "resolution": res}
         mech = build(epsilon, neighbours=rel)
         if self.analyst:  # n is never read from the rows here: it may be private
             return self.release(mech, column, sql=sql, rng=rng, convert_delta=convert_delta)
@@ -581,29 +583,27 @@ class Session:
             mech, column, sql=sql, rng=rng, convert_delta=convert_delta, drop_missing=drop_missing
         )
 
-    def _declared_resolution(
-        self, stat: str, column: str | None, sql: str | None, options: dict[str, Any]
-    ) -> dict[str, Any]:
-        """``options`` with the resolution the column's declared type states
-        (:func:`instancedp.io.declared_resolution`) when the default median or quantile
-        runs in memory with bounds: an integer column then releases on its grid (ties
-        exactly, docs/mechanisms.md).  Public: the container's type and the bounds only;
-        a grid past ``grid_count``'s limit keeps the continuous base."""
-        if (stat not in ("median", "quantile") or sql is not None
-                or options.get("resolution") is not None or options.get("mechanism") is not None
+    def _declared_resolution(self, column: str | None, options: dict[str, Any]) -> float | None:
+        """The resolution the column's declared type states
+        (:func:`instancedp.io.declared_resolution`) for a default median or quantile in
+        memory with bounds (the table's, not a query's): an integer column then releases
+        on its grid (ties exactly, docs/mechanisms.md), alone or per group.  Public: the
+        container's type and the bounds only; a grid past ``grid_count``'s limit keeps
+        the continuous base (None)."""
+        if (options.get("resolution") is not None or options.get("mechanism") is not None
                 or options.get("bounds") is None or self.input_kind != "memory"):
-            return options
+            return None
         from .mechanisms.quantile import grid_count
 
         res = _io.declared_resolution(self._data, column)
         if res is None:
-            return options
+            return None
         try:
             lo, hi = (float(b) for b in options["bounds"])
             grid_count(lo, hi, res)
         except (ParameterError, TypeError, ValueError, OverflowError):
-            return options  # bounds refused by the recipe, or a grid too fine to index
-        return {**options, "resolution": res}
+            return None  # bounds refused by the recipe, or a grid too fine to index
+        return res
 
     def describe(
         self,
@@ -669,7 +669,8 @@ class Session:
                 self._data, by, column, statistic, epsilon=epsilon, delta=delta, keys=keys,
                 split=split, neighbours=self.neighbours, id_column=id_column,
                 max_groups=max_groups, drop_missing=drop, rng=rng, charge=charge,
-                where=self._where, ci=ci, analyst=self.analyst, **options,
+                where=self._where, ci=ci, analyst=self.analyst,
+                resolution=self._declared_resolution(column, options), **options,
             )
         except (ParameterError, BudgetExceeded, CompositionError, LedgerError):
             raise
