@@ -427,6 +427,13 @@ def tolerance(trials: int) -> float:
     return LEVEL - 3 * math.sqrt(LEVEL * (1 - LEVEL) / trials)
 
 
+def below_band(trials: int) -> float:
+    """P(a cell of ``trials`` intervals at exactly LEVEL falls below :func:`tolerance`)."""
+    from scipy.stats import binom
+
+    return float(binom.cdf(math.ceil(tolerance(trials) * trials) - 1, trials, LEVEL))
+
+
 def _cell(r: dict) -> str:
     what = r["case"] if "case" in r else f"{r['mechanism']} m = {r['m']}"
     return f"{what}, {r['data']}, n = {r['n']:,}, ε = {r['epsilon']:g}"
@@ -490,10 +497,8 @@ def acceptance_lines(rows: list[dict], vrows: list[dict] | None,
     ]
     if not fails:
         return lines + [""]
-    from scipy.stats import binom
-
     t = max(r["trials"] for r in fails)
-    chance = float(binom.cdf(math.ceil(tolerance(t) * t) - 1, t, LEVEL))
+    chance = below_band(t)
     lines += [
         "",
         f"Below the band at the first measurement: {len(fails)} cell(s). An interval "
@@ -530,9 +535,9 @@ def write(rows: list[dict], out: Path, quick: bool,
         f"Written by `benchmarks/intervals.py{' --quick' if quick else ''}`. Level {LEVEL}, "
         f"bounds {list(BOUNDS)}, {trials} seeded trials per cell (the release path with "
         "`random.simulation`). Coverage is the share of intervals containing the statistic "
-        "on the data; with a true coverage of 0.9 the share falls below "
-        f"{0.9 - 3 * math.sqrt(0.09 / trials):.2f} with probability < 0.2 % "
-        "(3 standard errors). Width: the median over trials.",
+        f"on the data; with a true coverage of {LEVEL} the share falls below "
+        f"{tolerance(trials):.3f} (3 standard errors) with probability "
+        f"{below_band(trials):.2%} (binomial). Width: the median over trials.",
         "",
         "| case | data | n | ε | coverage | median width | width / range | ε for the interval "
         "| open ends |",
