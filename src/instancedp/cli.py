@@ -403,8 +403,9 @@ def release(
         typer.Option(
             help="A registered mechanism (its name in the record): exponential_quantile, "
             "smooth_sensitivity, propose_test_release, bounded_local_sensitivity, laplace, "
-            "gaussian, sum-count, tie_adaptive_quantile; for ratio ksw, naive. Short aliases: "
-            "exponential, smooth, ptr, bounded-ls, tie-adaptive."
+            "gaussian, sum-count, tie_adaptive_quantile; for ratio ksw, naive; for a median "
+            "or quantile without --bounds unbounded_quantile (the default), loglog_quantile. "
+            "Short aliases: exponential, smooth, ptr, bounded-ls, tie-adaptive."
         ),
     ] = None,
     noise: Annotated[

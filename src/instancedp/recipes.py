@@ -390,9 +390,21 @@ def build_mechanism(
         mechanism = "smooth"  # options that only the smooth mechanism takes imply it
     elif mechanism is None and ptr_bound is not None:
         mechanism = "ptr"
-    from .registry import short_name
+    from .registry import bound_free_keys, short_name
 
     chosen = short_name(mechanism) if mechanism is not None else None
+    # the bound-free names: one list (the registry's), here and out of core
+    free = {short_name(key): key for key in bound_free_keys("median")}
+    if chosen in free and statistic not in ("median", "quantile"):
+        raise ParameterError(
+            f"mechanism {mechanism!r} applies to statistics 'median' and 'quantile' only",
+            parameter="mechanism",
+        )
+    if statistic in ("median", "quantile") and (
+            chosen in free or (chosen is None and bounds is None and resolution is None)):
+        return _bound_free(statistic, eps, rel, free.get(chosen), bounds=bounds,
+                           resolution=resolution, quantile=quantile, trim=trim,
+                           vertices=vertices, noise=noise, gamma=gamma, ptr_bound=ptr_bound)
     if resolution is not None:
         if statistic not in ("median", "quantile"):
             raise ParameterError(
@@ -411,7 +423,8 @@ def build_mechanism(
             raise ParameterError(str(exc), parameter="resolution", allowed="finite > 0") from None
     name = _choice(
         chosen or default_mechanism(statistic, eps, n, rel, resolution=resolution),
-        MECHANISMS,
+        # for medians and quantiles the message lists the bound-free names too
+        MECHANISMS + (tuple(free) if statistic in ("median", "quantile") else ()),
         "mechanism",
     )
     if resolution is not None and name != "exponential":
@@ -445,19 +458,12 @@ def build_mechanism(
             f"mechanism {name!r} applies to statistic 'ratio' only", parameter="mechanism"
         )
 
-    bound_free = mechanism in (None, "exponential") and bounds is None
-    if statistic in ("median", "quantile") and bound_free:
-        # No public bounds: a bound-free quantile (bound_free_quantile's rule), charged
-        # and stated; no implicit bound is taken from the data or from the float range.
-        from .mechanisms.unbounded import bound_free_quantile
-
-        if statistic == "quantile" and quantile is None:
-            raise ParameterError(
-                "statistic 'quantile' needs quantile=q with q in (0, 1)",
-                parameter="quantile", allowed="(0, 1)",
-            )  # fmt: skip
-        q = 0.5 if statistic == "median" else _validate.in_open_interval(quantile, "quantile", 0, 1)
-        return bound_free_quantile(q, eps, neighbours=rel)
+    if statistic in ("median", "quantile") and bounds is None:
+        # a bounded mechanism named without bounds: refused (no bound is made up), with
+        # the names that release without them
+        public_bounds(None, f"mechanism {name!r}",
+                      f"; without bounds leave mechanism unset or name one of "
+                      f"{', '.join(free.values())}")
     query = build_query(
         statistic,
         bounds=bounds,
@@ -534,6 +540,50 @@ def build_mechanism(
     if d is None:
         raise _needs_delta("bounded-ls")
     return M.BoundedLocalSensitivity(query, None, eps / 2, eps / 2, d)
+
+
+def _bound_free(
+    statistic: str,
+    eps: float,
+    rel: str,
+    key: str | None,
+    *,
+    bounds: Any,
+    resolution: Any,
+    quantile: Any,
+    trim: Any,
+    vertices: Any,
+    noise: Any = None,
+    gamma: Any = None,
+    ptr_bound: Any = None,
+) -> Any:
+    """A median or quantile without public bounds: the mechanism named ``key`` (a
+    registry key whose class is ``bounds_free``) or, with none named, the default rule
+    (:func:`~instancedp.mechanisms.unbounded.bound_free_quantile`).  Charged and stated
+    in the record; no bound is taken from the data or from the float range, and bounds
+    given with a bound-free name are refused (public information the mechanism would
+    ignore), as out of core."""
+    from .mechanisms.unbounded import bound_free_quantile
+    from .registry import get
+
+    for option, value in (("bounds", bounds), ("resolution", resolution)):
+        if value is not None:
+            raise ParameterError(
+                f"mechanism {key!r} releases without bounds: leave {option} unset, or "
+                "name a bounded mechanism (exponential, smooth, ...)",
+                parameter=option, allowed="None",
+            )
+    for option, value, owner in (("noise", noise, "smooth"), ("gamma", gamma, "smooth"),
+                                 ("ptr_bound", ptr_bound, "ptr")):
+        if value is not None:
+            _only_with(option, owner, key or "unbounded_quantile")
+    # the query's own checks of quantile, trim and vertices (placeholder bounds: only
+    # its q is read)
+    q = float(getattr(build_query(statistic, bounds=(0.0, 1.0), quantile=quantile, trim=trim,
+                                  vertices=vertices, neighbours=rel), "q", 0.5))
+    if key is None:
+        return bound_free_quantile(q, eps, neighbours=rel)
+    return get(key).cls(q, eps, neighbours=rel)
 
 
 def default_quantiles_mechanism(m: int, *, bounded: bool, resolution: bool = False) -> str:

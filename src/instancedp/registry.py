@@ -100,6 +100,14 @@ def short_name(name: str) -> str:
     return v
 
 
+def bound_free_keys(statistic: str = "median") -> list[str]:
+    """The mechanisms that release ``statistic`` with no public bounds (their class
+    says ``bounds_free``): the names a median or quantile with ``bounds=None`` takes,
+    in memory (:func:`~instancedp.recipes.build_mechanism`) and out of core
+    (:func:`~instancedp.sources.out_of_core_mechanism`) alike."""
+    return [e.key for e in for_statistic(statistic) if getattr(e.cls, "bounds_free", False)]
+
+
 def register(entry: Entry, *, replace: bool = False) -> Entry:
     """Add ``entry`` (its ``key`` must equal ``entry.cls.name``)."""
     if not isinstance(entry, Entry):
@@ -334,7 +342,7 @@ def _load_builtins() -> None:
             UnboundedQuantile,
             "quantile without bounds: above-threshold over a geometric grid places a "
             "bracket, the exponential mechanism draws inside it (pure ε-DP; Durfee 2023, "
-            "McSherry & Talwar 2007)",
+            "McSherry & Talwar 2007); the default bound-free median and quantile",
             ("median", "quantile"),
             build=_unbounded_build,
         ),
@@ -343,7 +351,7 @@ def _load_builtins() -> None:
             LogLogQuantile,
             "quantile without bounds in one step: the exponential mechanism on the whole "
             "line with a proper log-log base measure (pure ε-DP; McSherry & Talwar 2007); "
-            "the default bound-free median",
+            "without bounds, by name",
             ("median", "quantile"),
             build=_loglog_build,
         ),

@@ -331,14 +331,19 @@ def out_of_core_mechanism(
             allowed=", ".join(OUT_OF_CORE),
         )
     if stat in ("median", "quantile"):
-        if mechanism not in (None, "exponential", "candidate_quantile", "unbounded_quantile",
-                             "loglog_quantile"):
+        from .registry import bound_free_keys, short_name
+
+        # the bound-free names are the registry's (the in-memory recipe takes the same)
+        free = bound_free_keys(stat)
+        offered = ("exponential", "candidate_quantile", *free)
+        name = None if mechanism is None else short_name(mechanism)
+        if name is not None and name not in {short_name(m) for m in offered}:
             raise ParameterError(
                 f"mechanism={mechanism!r} is not available out of core for {stat}: "
                 "the exponential mechanism (drawn in stages, or on public candidates) is, "
-                "and without bounds the bound-free quantile",
+                "and without bounds the bound-free quantiles",
                 parameter="mechanism",
-                allowed="exponential, candidate_quantile, unbounded_quantile, loglog_quantile",
+                allowed=", ".join(offered),
             )
         if delta is not None:
             raise ParameterError(
@@ -346,25 +351,20 @@ def out_of_core_mechanism(
                 parameter="delta",
                 allowed="None",
             )
-        if (mechanism in ("unbounded_quantile", "loglog_quantile")
-                and (bounds is not None or resolution is not None)):
-            raise ParameterError(
-                f"mechanism {mechanism!r} takes no bounds or resolution (leave them "
-                "unset, or choose the exponential mechanism)", parameter="bounds",
-                allowed="None")
-        if bounds is None and resolution is None and mechanism != "candidate_quantile":
-            # a bound-free quantile: the scan reads the rows' cells on its public grid,
-            # the exponential stages read order statistics (the one-step median too)
-            if mechanism in ("unbounded_quantile", "loglog_quantile"):  # named
-                from .mechanisms.loglog import LogLogQuantile
-                from .mechanisms.unbounded import UnboundedQuantile
-
-                cls = UnboundedQuantile if mechanism == "unbounded_quantile" else LogLogQuantile
-                return cls(0.5 if stat == "median" else quantile, epsilon,
-                           neighbours=neighbours)
-            return build_mechanism(stat, epsilon, bounds=None, quantile=quantile,
+        if name in {short_name(m) for m in free} or (
+                name is None and bounds is None and resolution is None):
+            # a bound-free quantile (named, or the default rule): the in-memory recipe's
+            # mechanism (bounds or a resolution with a bound-free name are refused there);
+            # the scan reads the rows' cells on its public grid, the one-step median's
+            # exponential stages read order statistics
+            return build_mechanism(stat, epsilon, mechanism=mechanism, bounds=bounds,
+                                   quantile=quantile, resolution=resolution,
                                    neighbours=neighbours)
-        if bounds is None or resolution is not None or mechanism == "candidate_quantile":
+        mechanism = name
+        if bounds is None and name == "exponential":  # refused, naming bounds
+            return build_mechanism(stat, epsilon, mechanism=mechanism, quantile=quantile,
+                                   neighbours=neighbours)
+        if bounds is None or resolution is not None or mechanism == "candidate-quantile":
             query = build_query(stat, bounds=bounds, quantile=quantile, neighbours=neighbours)
             return CandidateQuantile(query, epsilon, resolution=resolution)
         # the in-memory default (log base), drawn in stages from the order statistics
