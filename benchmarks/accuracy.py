@@ -1381,6 +1381,9 @@ def why(r: dict, mine: str, peer: str, z: float) -> str:
         )
     if peer.startswith("opendp-natural"):
         return f"{peer}: the candidates are the data's resolution"
+    if peer.startswith("opendp-grid") and r["resolution"] is None:
+        return (f"{peer}: permute-and-flip on its coarse candidates (drawn by the exponential "
+                "mechanism the same candidates lose to ours: permute_flip.md)")
     uniform = r["mae"].get(f"em-uniform/{mine.rsplit('/', 1)[1]}")
     if uniform is not None and uniform > 1.2 * r["mae"][peer]:
         return f"{peer}: the uniform-base variant loses too, not a base-measure effect (notes)"
