@@ -219,3 +219,15 @@ def test_cli_takes_the_bound_free_names(tmp_path):
     r = cli("release", str(f), "--column", "v", "--statistic", "median", "--epsilon", "1",
             "--mechanism", "loglog_quantile", "--bounds", "0", "100", "--owner")
     assert r.returncode == 2 and "loglog_quantile" in r.stderr and "--bounds" in r.stderr
+
+
+def test_parquet_by_name_stays_out_of_core(tmp_path):
+    """Public rule: a Parquet file's bound-free median by name goes through DuckDB like the
+    unnamed default (not read into memory); a bounded mechanism by name is read."""
+    pd.DataFrame({"v": [1.0, 2.0]}).to_parquet(tmp_path / "t.parquet")
+    with Session(str(tmp_path / "t.parquet"), PureDP(1.0)) as s:
+        for key in (None, *FREE):
+            assert s._statistic_out_of_core("median", sql=None, rel="add_remove",
+                                            options={"mechanism": key, "bounds": None})
+        assert not s._statistic_out_of_core("median", sql=None, rel="add_remove",
+                                            options={"mechanism": "smooth", "bounds": (0, 1)})

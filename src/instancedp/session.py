@@ -689,15 +689,16 @@ class Session:
         Parquet file: through DuckDB when the request is one the aggregates
         serve (count, sum, mean under add/remove, median, quantile, ratio,
         min, max, trimmed mean; no SQL; no mechanism or option beyond the
-        defaults, bounds, quantile and resolution, and trim, noise and gamma
-        for the last three); any other request, and CSV/JSON files, read the
-        column into memory."""
+        defaults (and the bound-free quantiles by name), bounds, quantile and
+        resolution, and trim, noise and gamma for the last three); any other
+        request, and CSV/JSON files, read the column into memory."""
         from .sources import OUT_OF_CORE
 
         if self.input_kind in ("sqlite", "postgresql", "spark", "source"):
             return True
         if not self._is_parquet:
             return False
+        from .registry import bound_free_keys, short_name
         from .sources import SORTED_STATISTICS
 
         sorted_options = ("trim", "noise", "gamma") if stat in SORTED_STATISTICS else ()
@@ -707,8 +708,11 @@ class Session:
         default = {"median": "exponential", "quantile": "exponential",
                    "mean": "sum-count" if rel == "add_remove" else "laplace",
                    "ratio": "ksw", **{s: "smooth" for s in SORTED_STATISTICS}}
-        if options.get("mechanism") in (None, default.get(stat, "laplace")):
-            extra.discard("mechanism")
+        named = options.get("mechanism")
+        if named in (None, default.get(stat, "laplace")) or (
+                stat in ("median", "quantile") and named is not None
+                and short_name(named) in {short_name(k) for k in bound_free_keys(stat)}):
+            extra.discard("mechanism")  # the defaults, and the bound-free quantiles by name
         return stat in OUT_OF_CORE and sql is None and not extra
 
     @property
