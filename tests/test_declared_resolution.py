@@ -12,7 +12,7 @@ import pytest
 
 from instancedp import PureDP, Session
 from instancedp.io import declared_resolution
-from instancedp.mechanisms.quantile import ExponentialQuantile
+from instancedp.mechanisms.quantile import GRID_SHRINK, ExponentialQuantile
 from instancedp.queries.order import Median
 from instancedp.random import simulation
 
@@ -62,6 +62,7 @@ def test_integer_column_releases_on_its_grid_float_column_on_the_log_base():
     assert r.parameters["base"] == "log-grid"
     assert r.parameters["resolution"] == 1.0
     assert r.parameters["sampler"] == "permute-and-flip"
+    assert r.parameters["grid_shrink"] == GRID_SHRINK  # the score's constant is stated
     assert _release(INTS.astype(float)).parameters["base"] == "log-atoms"
     df = pd.DataFrame({"h": INTS, "f": INTS.astype(float)})
     assert _release(df, "h").parameters["base"] == "log-grid"

@@ -63,6 +63,7 @@ from .errors import ParameterError
 from .mechanisms.base import Mechanism, OutputDistribution, atoms_law
 from .mechanisms.quantile import (
     _LOG_SCALE_FRACTION,
+    GRID_SHRINK,
     _check_q,
     grid_quantile_from_counts,
     log_scale_map,
@@ -145,8 +146,10 @@ class CandidateQuantile(Mechanism):
 
     Each row is clamped to the bounds and assigned to its nearest candidate
     (cell edges are the midpoints; a row on a midpoint goes up).  With b_k and
-    a_k the rows assigned below and above c_k, the score is
-    s_k = |(1 − q)·b_k − q·a_k| and c_k is released by permute-and-flip on the
+    a_k the rows assigned below and above c_k, the score s_k is the grid bases'
+    score (:func:`~instancedp.mechanisms.quantile.grid_scores`: the distance from
+    q·n to c_k's rank interval [b_k, n − a_k] shrunk towards its middle) and c_k
+    is released by permute-and-flip on the
     utilities −ε·s_k/(2Δ), Δ = ``score_sensitivity(q, neighbours)`` (McKenna &
     Sheldon 2020; never less accurate than the exponential mechanism's
     probability ∝ exp(−ε·s_k/(2Δ)) on the same candidates).
@@ -158,8 +161,9 @@ class CandidateQuantile(Mechanism):
     row moves between two candidates).  Then every b_k, a_k moves by at most
     1 (add/remove: one of them; substitution: possibly both, in opposite
     directions), so |s_k − s'_k| ≤ Δ with Δ = max(q, 1 − q) (add/remove) or
-    1 (substitution) — :func:`~instancedp.mechanisms.quantile.score_sensitivity`
-    — and permute-and-flip with acceptance exp(−ε·(s − min s)/(2Δ)) is ε-DP.
+    1 (substitution) — :func:`~instancedp.mechanisms.quantile.score_sensitivity`,
+    the lemma in docs/formulas.md ("The grid score") — and permute-and-flip with
+    acceptance exp(−ε·(s − min s)/(2Δ)) is ε-DP.
 
     Its input is the histogram of the candidates' cells, one aggregate any
     engine computes; :meth:`release` on an array computes the same histogram
@@ -241,6 +245,7 @@ class CandidateQuantile(Mechanism):
             "lower": self.lower,
             "upper": self.upper,
             "score_sensitivity": score_sensitivity(self.q, self.neighbours),
+            "grid_shrink": GRID_SHRINK,
             "candidates": {**grid, "count": int(self.candidates.size)},
             "sampler": "permute-and-flip",
         }

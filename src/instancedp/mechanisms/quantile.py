@@ -854,6 +854,7 @@ class ExponentialQuantile(Mechanism):
         if self.resolution is not None:
             p["resolution"] = self.resolution
             p["sampler"] = self.sampler
+            p["grid_shrink"] = GRID_SHRINK  # the score's public constant (grid_scores)
         if self.log_scale is not None:
             p["log_scale"] = self.log_scale
         if self.base == "log-log":
