@@ -352,11 +352,15 @@ def _rows_of(below: np.ndarray, above: np.ndarray) -> int:
     return int(below[0] + above[0])
 
 
+def _grid_log_scores(below, above, q, epsilon, neighbours, n) -> np.ndarray:
+    """The grid's exponent −ε·s/(2Δ) per segment (s = :func:`grid_scores`)."""
+    return -epsilon * grid_scores(below, above, q, n) / (2.0 * score_sensitivity(q, neighbours))
+
+
 def _grid_log_weights(lengths, below, above, q, epsilon, neighbours, n) -> np.ndarray:
-    delta = score_sensitivity(q, neighbours)
     with np.errstate(divide="ignore"):
-        return np.log(lengths.astype(np.float64)) - epsilon * grid_scores(
-            below, above, q, n) / (2.0 * delta)
+        return np.log(lengths.astype(np.float64)) + _grid_log_scores(
+            below, above, q, epsilon, neighbours, n)
 
 
 def permute_and_flip_probabilities(log_rates: Any) -> np.ndarray:
@@ -513,7 +517,7 @@ def grid_quantile_probabilities(
     n = int(cnt.sum())
     below = np.concatenate(([0], np.cumsum(cnt)[:-1]))
     above = n - below - cnt
-    u = -eps * grid_scores(below, above, qf, n) / (2.0 * score_sensitivity(qf, neighbours))
+    u = _grid_log_scores(below, above, qf, eps, neighbours, n)
     if sampler == "permute-and-flip":
         return permute_and_flip_probabilities(u)
     p = np.exp(u - u.max())
@@ -611,7 +615,7 @@ class PieceSet:
             return
         inner = np.array([], dtype=np.int64)
         if self._atoms is not None and bool(self._atoms.is_atom(v)):
-            s = self._split(v, lo, hi)  # the atom's piece s … s + 1 inside the run
+            s = int(self._splits(np.array([lo]), np.array([hi]))[0])  # the atom's piece s … s + 1
             inner = np.array([b for b in (s, s + 1) if lo < b < hi], dtype=np.int64)
         self.start, self.stop = a0, b1
         self.values = np.concatenate((self._values(a0, lo + 1), np.full(inner.size, v),
@@ -665,12 +669,9 @@ class PieceSet:
             return self._lower if i == 0 else self._upper
         return float(self._values(i, i + 1)[0])
 
-    def _split(self, v: float, lo: int, hi: int) -> int:
-        """The last boundary at E₋(v) of the run lo … hi of boundaries equal to the atom
-        ``v`` (the bounds' pseudo-boundaries 0 and n + 1 count no row)."""
-        return int(self._splits(np.array([lo]), np.array([hi]))[0])
-
     def _splits(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Per run lo … hi of boundaries equal to an atom v: the last boundary at E₋(v)
+        (the bounds' pseudo-boundaries 0 and n + 1 count no row)."""
         from .atoms import atom_rank
 
         f, last = np.maximum(lo, 1), np.minimum(hi, self.n)
@@ -705,10 +706,6 @@ class PieceSet:
                 lo[r], hi[r] = self._run(float(values[first[r]]), int(at[first[r]]))
         split = np.repeat(self._splits(lo, hi), last - first + 1)
         return np.where(atom, np.where(at <= split, left, right), out)
-
-    def _edges(self, i: int, j: int) -> np.ndarray:
-        """Chart coordinates of piece boundaries i … j − 1 (boundary i: the value at rank i − 1)."""
-        return self._coords(np.arange(i, j), self._values(i, j))
 
     def _edge(self, i: int) -> float:
         v = self._value(i)
@@ -914,9 +911,8 @@ class ExponentialQuantile(Mechanism):
         # public cell edges lower + (k − ½)·r; the segments tile the grid 0 … K − 1
         k = np.concatenate((starts, [self._grid_count])).astype(np.float64)
         edges = phi(self.lower + (k - 0.5) * self.resolution)
-        delta = score_sensitivity(self.q, self.neighbours)
-        log_score = -self.epsilon * grid_scores(below, above, self.q,
-                                                _rows_of(below, above)) / (2.0 * delta)
+        log_score = _grid_log_scores(below, above, self.q, self.epsilon, self.neighbours,
+                                     _rows_of(below, above))
         return starts, edges, log_score
 
     # -- permute-and-flip on the log grid -----------------------------------------------
@@ -1115,8 +1111,8 @@ class ExponentialQuantile(Mechanism):
         )
         k = np.arange(self._grid_count)
         seg = np.searchsorted(starts[lengths > 0], k, side="right") - 1
-        s = grid_scores(below, above, self.q, _rows_of(below, above))[lengths > 0][seg]
-        u = -self.epsilon * s / (2.0 * score_sensitivity(self.q, self.neighbours))
+        u = _grid_log_scores(below, above, self.q, self.epsilon, self.neighbours,
+                             _rows_of(below, above))[lengths > 0][seg]
         if self.base == "log-grid":
             u = u + self._log_cell_measure(k)
         return u
