@@ -68,6 +68,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from .quantile import log_scale_map
 
 __all__ = ["AtomChart", "atom_rank", "ATOM_SHARE", "ATOM_LEVELS"]
 
@@ -96,6 +97,7 @@ class AtomChart:
                  share: float = ATOM_SHARE, levels: int = ATOM_LEVELS) -> None:
         self.lower, self.upper = float(lower), float(upper)
         self.scale = _validate.finite_positive(log_scale, "log_scale")
+        self.phi = log_scale_map(self.scale)[0]  # the log base's chart φ
         if not (0.0 < float(share) < 1.0):
             raise ValueError(f"share must be in (0, 1), got {share!r}")
         self.share = float(share)
@@ -135,8 +137,7 @@ class AtomChart:
         below t, one less when that atom is t itself (atoms are distinct doubles:
         their spacing 10^j exceeds an ulp of the span, as the levels require)."""
         t = np.asarray(t, dtype=np.float64) + 0.0
-        s = self.scale
-        cont = (1.0 - self.share) * (np.sign(t) * np.log1p(np.abs(t) / s))
+        cont = (1.0 - self.share) * self.phi(t)
         lo, hi = cont, cont
         hit = np.zeros(t.shape, dtype=bool)
         for j in self.levels:
@@ -145,8 +146,8 @@ class AtomChart:
             hit |= on
             c_hi = self._half_past(k, j)
             c_lo = self._half_past(np.where(on, k - 1.0, k), j)
-            hi = hi + self.weight * (np.sign(c_hi) * np.log1p(np.abs(c_hi) / s))
-            lo = lo + self.weight * (np.sign(c_lo) * np.log1p(np.abs(c_lo) / s))
+            hi = hi + self.weight * self.phi(c_hi)
+            lo = lo + self.weight * self.phi(c_lo)
         return lo, hi, hit
 
     def left(self, t: Any) -> np.ndarray:
@@ -235,11 +236,7 @@ def expanded_law(chart: AtomChart, values: np.ndarray, coords: np.ndarray,
     piece = np.clip(piece, 0, lw.size - 1)
     mass = w[piece] * (hi_e - lo_e) / z
     atoms = {float(c): float(m) for c, m in zip(pts, mass, strict=True) if m > 0}
-    s, share = chart.scale, chart.share
-
-    def phi(t: Any) -> np.ndarray:
-        t = np.asarray(t, dtype=np.float64)
-        return np.sign(t) * np.log1p(np.abs(t) / s)
+    s, share, phi = chart.scale, chart.share, chart.phi
 
     def piece_of(y: np.ndarray) -> np.ndarray:
         # between two values the piece is the last boundary at or below y with a
