@@ -390,19 +390,20 @@ def build_mechanism(
         mechanism = "smooth"  # options that only the smooth mechanism takes imply it
     elif mechanism is None and ptr_bound is not None:
         mechanism = "ptr"
-    from .registry import bound_free_keys, short_name
+    from .registry import bound_free_key, bound_free_keys, short_name
 
     chosen = short_name(mechanism) if mechanism is not None else None
     # the bound-free names: one list (the registry's), here and out of core
-    free = {short_name(key): key for key in bound_free_keys("median")}
-    if chosen in free and statistic not in ("median", "quantile"):
+    free = bound_free_keys("median")
+    free_key = bound_free_key(mechanism)
+    if free_key is not None and statistic not in ("median", "quantile"):
         raise ParameterError(
             f"mechanism {mechanism!r} applies to statistics 'median' and 'quantile' only",
             parameter="mechanism",
         )
     if statistic in ("median", "quantile") and (
-            chosen in free or (chosen is None and bounds is None and resolution is None)):
-        return _bound_free(statistic, eps, rel, free.get(chosen), bounds=bounds,
+            free_key is not None or (chosen is None and bounds is None and resolution is None)):
+        return _bound_free(statistic, eps, rel, free_key, bounds=bounds,
                            resolution=resolution, quantile=quantile, trim=trim,
                            vertices=vertices, noise=noise, gamma=gamma, ptr_bound=ptr_bound)
     if resolution is not None:
@@ -424,7 +425,8 @@ def build_mechanism(
     name = _choice(
         chosen or default_mechanism(statistic, eps, n, rel, resolution=resolution),
         # for medians and quantiles the message lists the bound-free names too
-        MECHANISMS + (tuple(free) if statistic in ("median", "quantile") else ()),
+        MECHANISMS + (tuple(short_name(k) for k in free)
+                      if statistic in ("median", "quantile") else ()),
         "mechanism",
     )
     if resolution is not None and name != "exponential":
@@ -463,7 +465,7 @@ def build_mechanism(
         # the names that release without them
         public_bounds(None, f"mechanism {name!r}",
                       f"; without bounds leave mechanism unset or name one of "
-                      f"{', '.join(free.values())}")
+                      f"{', '.join(free)}")
     query = build_query(
         statistic,
         bounds=bounds,

@@ -108,6 +108,15 @@ def bound_free_keys(statistic: str = "median") -> list[str]:
     return [e.key for e in for_statistic(statistic) if getattr(e.cls, "bounds_free", False)]
 
 
+def bound_free_key(name: str | None, statistic: str = "median") -> str | None:
+    """The registry key of the bound-free mechanism ``name`` names (key or alias, any
+    spelling :func:`short_name` accepts), or None."""
+    if name is None:
+        return None
+    wanted = short_name(name)
+    return next((k for k in bound_free_keys(statistic) if short_name(k) == wanted), None)
+
+
 def register(entry: Entry, *, replace: bool = False) -> Entry:
     """Add ``entry`` (its ``key`` must equal ``entry.cls.name``)."""
     if not isinstance(entry, Entry):

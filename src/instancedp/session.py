@@ -698,7 +698,7 @@ class Session:
             return True
         if not self._is_parquet:
             return False
-        from .registry import bound_free_keys, short_name
+        from .registry import bound_free_key
         from .sources import SORTED_STATISTICS
 
         sorted_options = ("trim", "noise", "gamma") if stat in SORTED_STATISTICS else ()
@@ -710,8 +710,7 @@ class Session:
                    "ratio": "ksw", **{s: "smooth" for s in SORTED_STATISTICS}}
         named = options.get("mechanism")
         if named in (None, default.get(stat, "laplace")) or (
-                stat in ("median", "quantile") and named is not None
-                and short_name(named) in {short_name(k) for k in bound_free_keys(stat)}):
+                stat in ("median", "quantile") and bound_free_key(named, stat) is not None):
             extra.discard("mechanism")  # the defaults, and the bound-free quantiles by name
         return stat in OUT_OF_CORE and sql is None and not extra
 

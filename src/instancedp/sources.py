@@ -336,7 +336,7 @@ def out_of_core_mechanism(
             allowed=", ".join(OUT_OF_CORE),
         )
     if stat in ("median", "quantile"):
-        from .registry import bound_free_keys, short_name
+        from .registry import bound_free_key, bound_free_keys, short_name
 
         # the bound-free names are the registry's (the in-memory recipe takes the same)
         free = bound_free_keys(stat)
@@ -356,7 +356,7 @@ def out_of_core_mechanism(
                 parameter="delta",
                 allowed="None",
             )
-        if name in {short_name(m) for m in free} or (
+        if bound_free_key(mechanism, stat) is not None or (
                 name is None and bounds is None and resolution is None):
             # a bound-free quantile (named, or the default rule): the in-memory recipe's
             # mechanism (bounds or a resolution with a bound-free name are refused there);
