@@ -365,14 +365,14 @@ def out_of_core_mechanism(
             return build_mechanism(stat, epsilon, mechanism=mechanism, bounds=bounds,
                                    quantile=quantile, resolution=resolution,
                                    neighbours=neighbours)
-        mechanism = name
         if bounds is None and name == "exponential":  # refused, naming bounds
-            return build_mechanism(stat, epsilon, mechanism=mechanism, quantile=quantile,
+            return build_mechanism(stat, epsilon, mechanism=name, quantile=quantile,
                                    neighbours=neighbours)
-        if bounds is None or resolution is not None or mechanism == "candidate-quantile":
+        if bounds is None or resolution is not None or name == "candidate-quantile":
             query = build_query(stat, bounds=bounds, quantile=quantile, neighbours=neighbours)
             return CandidateQuantile(query, epsilon, resolution=resolution)
-        # the in-memory default (log base), drawn in stages from the order statistics
+        # the in-memory default (log base with atoms), drawn in stages from the order
+        # statistics
         return build_mechanism(stat, epsilon, mechanism="exponential", bounds=bounds,
                                quantile=quantile, neighbours=neighbours)
     if resolution is not None:
