@@ -60,8 +60,7 @@ def expected_error(mech, y: np.ndarray, truth: float, lam: float) -> float:
         u = mech.grid_utilities(y)
     finally:
         qm.GRID_SHRINK = saved
-    values = np.minimum(mech.lower + mech.resolution * np.arange(mech._grid_count), mech.upper)
-    return lb.discrete_error(values, lb.pf_probabilities(u), truth)
+    return lb.discrete_error(mech.grid_values(), lb.pf_probabilities(u), truth)
 
 
 def run(quick: bool, log) -> tuple[list[dict], float]:
@@ -90,11 +89,16 @@ def run(quick: bool, log) -> tuple[list[dict], float]:
     return rows, time.time() - t0
 
 
+def _geomeans(ratio: np.ndarray) -> np.ndarray:
+    """The geometric mean of each column (λ) of per-cell ratios."""
+    return np.exp(np.log(np.maximum(ratio, 1e-300)).mean(axis=0))
+
+
 def summarise(rows: list[dict]) -> dict:
     e = np.array([r["errors"] for r in rows])
     keep = e[:, 0] >= NEGLIGIBLE
     ratio = e[keep] / e[keep, :1]
-    gm = np.exp(np.log(np.maximum(ratio, 1e-300)).mean(axis=0))
+    gm = _geomeans(ratio)
     out = {"lambda": list(LAMBDAS), "cells": int(keep.sum()), "negligible": int((~keep).sum()),
            "geomean": gm.tolist(), "worst": ratio.max(axis=0).tolist(),
            "share_worse": (ratio > 1.0 + 1e-9).mean(axis=0).tolist(),
@@ -102,7 +106,7 @@ def summarise(rows: list[dict]) -> dict:
     qs = np.array([r["q"] for r in rows])[keep]
     for q in QS:
         rq = ratio[qs == q]
-        out["per_q"][str(q)] = {"geomean": np.exp(np.log(np.maximum(rq, 1e-300)).mean(0)).tolist(),
+        out["per_q"][str(q)] = {"geomean": _geomeans(rq).tolist(),
                                 "worst": rq.max(axis=0).tolist()}
     ok = [i for i, w in enumerate(out["worst"]) if w <= WORST_ALLOWED]
     out["chosen"] = LAMBDAS[min(ok, key=lambda i: gm[i])]

@@ -320,7 +320,7 @@ def mechanisms(cell: dict, relation: str) -> dict:
 
         if withres.base not in ("grid", "log-grid") or withres.sampler != "permute-and-flip":
             raise RuntimeError(f"unexpected default+res {withres!r}")
-        values = np.minimum(lo + res * np.arange(withres._grid_count), hi)  # _grid_value
+        values = withres.grid_values()
 
         def res_error(y, f, m=withres):
             # the law of ``output_probabilities`` (permute-and-flip on ``grid_utilities``)

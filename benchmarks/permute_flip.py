@@ -88,8 +88,7 @@ def expected_errors(cell: dict, x: np.ndarray, target: float) -> dict[str, float
             mech = ExponentialQuantile(query, cell["epsilon"], base=base,
                                        resolution=cell["resolution"])
             u = mech.grid_utilities(x)  # the mechanism's own scores and weights
-            k = np.arange(u.size)
-            err = np.abs(np.minimum(mech.lower + k * mech.resolution, mech.upper) - target)
+            err = np.abs(mech.grid_values() - target)
             em = np.exp(u - u.max())  # the exponential mechanism on the same utilities
             out[f"em/{base}/{tag}"] = float(np.dot(em / em.sum(), err))
             out[f"pf/{base}/{tag}"] = float(np.dot(pf_law(u), err))

@@ -226,6 +226,14 @@ def test_log_grid_release_path_matches_exact_law():
         assert abs(np.mean(draws == v) - p) < 5 * np.sqrt(p * (1 - p) / 4000) + 1e-12
 
 
+def test_grid_values_are_the_law_s_points():
+    mech = ExponentialQuantile(quantile(0.5, -1, 2.5, "add_remove"), 1.0, base="log-grid",
+                               resolution=1)
+    # lower + k·resolution up to the upper bound
+    assert mech.grid_values().tolist() == sorted(mech.output_probabilities([1, 2])) == [
+        -1.0, 0.0, 1.0, 2.0]
+
+
 def test_grid_segments_compress_a_huge_grid():
     starts, lengths, below, above = grid_segments(10**12, np.array([5, 5, 7]))
     assert lengths.sum() == 10**12

@@ -1018,6 +1018,12 @@ class ExponentialQuantile(Mechanism):
     def _grid_value(self, k: int) -> float:
         return float(min(self.lower + k * self.resolution, self.upper))
 
+    def grid_values(self) -> np.ndarray:
+        """Grid bases: every grid point lower + k·resolution (the last clipped to upper),
+        in the order of :meth:`grid_utilities` (small grids: tests and benchmarks)."""
+        return np.minimum(self.lower + np.arange(self._grid_count) * self.resolution,
+                          self.upper)
+
     def release(self, data: Any, rng: Any = None) -> Release:
         source: RandomSource = resolve(rng)
         return self._record(self._draw(self._weights(data), source), source)
