@@ -563,6 +563,9 @@ class Session:
                 n = self.source(sql).count(column)
                 if stat in USES_PUBLIC_N:
                     options = {**options, "n": n}
+            if stat in ("median", "quantile"):
+                res = self._declared_resolution(column, options, sql=sql, out_of_core=True)
+                options = options if res is None else {**options, "resolution": res}
             mech = out_of_core_mechanism(statistic, epsilon, delta, neighbours=rel, **options)
             return self.release(
                 mech, column, sql=sql, rng=rng, convert_delta=convert_delta,
@@ -583,24 +586,35 @@ class Session:
             mech, column, sql=sql, rng=rng, convert_delta=convert_delta, drop_missing=drop_missing
         )
 
-    def _declared_resolution(self, column: str | None, options: dict[str, Any]) -> float | None:
-        """The resolution the column's declared type states
-        (:func:`instancedp.io.declared_resolution`) for a default median or quantile in
-        memory with bounds (the table's, not a query's): an integer column then releases
-        on its grid (ties exactly, docs/mechanisms.md), alone or per group.  Public: the
-        container's type and the bounds only; a grid past ``grid_count``'s limit keeps
-        the continuous base (None)."""
+    def _declared_resolution(self, column: str | None, options: dict[str, Any], *,
+                             sql: str | None = None, out_of_core: bool = False) -> float | None:
+        """The resolution the column's declared type states for a default median or
+        quantile with bounds: an integer column then releases on its grid (ties exactly,
+        docs/mechanisms.md), alone or per group.  In memory the container's type
+        (:func:`instancedp.io.declared_resolution`, the table's, not a query's); out of
+        core the engine's schema (``Source.declared_resolution``: a Parquet schema, SQL
+        DDL, a query's static result type, a Spark schema — never a CSV's inferred
+        type), on a grid of at most ``sources.MAX_CANDIDATES`` points (its draw reads one
+        histogram).  Public: the declared type and the bounds only; a grid past the
+        limit keeps the continuous base (None)."""
         if (options.get("resolution") is not None or options.get("mechanism") is not None
-                or options.get("bounds") is None or self.input_kind != "memory"):
+                or options.get("bounds") is None
+                or (self.input_kind != "memory") != out_of_core):
             return None
         from .mechanisms.quantile import grid_count
+        from .sources import grid_not_served
 
-        res = _io.declared_resolution(self._data, column)
-        if res is None:
-            return None
         try:
+            if out_of_core:
+                res = self.source(sql).declared_resolution(column)
+            else:
+                res = _io.declared_resolution(self._data, column)
+            if res is None:
+                return None
             lo, hi = (float(b) for b in options["bounds"])
             grid_count(lo, hi, res)
+            if out_of_core and grid_not_served(lo, hi, res) is not None:
+                return None
         except (ParameterError, TypeError, ValueError, OverflowError):
             return None  # bounds refused by the recipe, or a grid too fine to index
         return res

@@ -25,8 +25,11 @@ statistic      out-of-core mechanism and the aggregate it reads
                target rank (``order_window``), and further single order
                statistics only when the exact inversion needs them
                (:class:`~instancedp.mechanisms.quantile.PieceSet`); with a
-               public ``resolution``, the exponential mechanism on that
-               candidate grid (:class:`CandidateQuantile`, ``histogram``);
+               public ``resolution`` (given, or the column's declared integer
+               or decimal type), the in-memory grid release (log measure on
+               the grid, permute-and-flip) from one ``histogram`` on the grid
+               points' exact cells (at most :data:`MAX_CANDIDATES` points);
+               :class:`CandidateQuantile` by name;
                without bounds, the bound-free quantile
                (:class:`~instancedp.mechanisms.unbounded.UnboundedQuantile`: its
                scan reads ``histogram`` at the public grid's candidates, batch by
@@ -368,6 +371,17 @@ def out_of_core_mechanism(
         if bounds is None and name == "exponential":  # refused, naming bounds
             return build_mechanism(stat, epsilon, mechanism=name, quantile=quantile,
                                    neighbours=neighbours)
+        if bounds is not None and resolution is not None and name in (None, "exponential"):
+            # the in-memory recipe on the grid (log measure, permute-and-flip), from the
+            # rows per grid point: one histogram on the grid's exact cells
+            mech = build_mechanism(stat, epsilon, mechanism=name, bounds=bounds,
+                                   quantile=quantile, neighbours=neighbours,
+                                   resolution=resolution)
+            why = grid_not_served(mech.lower, mech.upper, mech.resolution)
+            if why is not None:
+                raise ParameterError(f"out of core, {why}", parameter="resolution",
+                                     allowed=f"at most {MAX_CANDIDATES} grid points")
+            return mech
         if bounds is None or resolution is not None or name == "candidate-quantile":
             query = build_query(stat, bounds=bounds, quantile=quantile, neighbours=neighbours)
             return CandidateQuantile(query, epsilon, resolution=resolution)
@@ -474,6 +488,10 @@ def release_from_source(
     if isinstance(mechanism, CandidateQuantile):
         counts = source.histogram(column, mechanism.edges, missing=missing)
         return mechanism._record(mechanism._draw(counts, rs, None), rs)
+    if grid_quantile(mechanism):
+        cells = mechanism.grid_edges()
+        weights = mechanism.weights_from_counts(source.histogram(column, cells, missing=missing))
+        return mechanism._record(mechanism._draw(weights, rs), rs)
     if isinstance(mechanism, NoisySumOverCount):
         n, total = source.count_and_sum(
             column, mechanism.lower, mechanism.upper, shift=True, missing=missing
@@ -517,7 +535,8 @@ def serves_out_of_core(mechanism: Any) -> bool:
 
     if isinstance(mechanism, LaplaceMechanism) and type(mechanism.query) in (Count, Sum, Mean):
         return True
-    return staged_quantile(mechanism) or sorted_query(mechanism) or isinstance(
+    return staged_quantile(mechanism) or grid_quantile(mechanism) or sorted_query(
+        mechanism) or isinstance(
         mechanism, PrivateRatio | CandidateQuantile | NoisySumOverCount | UnboundedQuantile)
 
 
@@ -525,12 +544,37 @@ def staged_quantile(mechanism: Any) -> bool:
     """Whether ``mechanism`` is an exponential quantile on a continuous base (uniform,
     log, log-log or log-atoms), drawn in stages from ``count`` and ``order_window``
     (:meth:`~instancedp.mechanisms.quantile.ExponentialQuantile.pieces`); its grid bases
-    read every grid segment and stay in memory (out of core a declared resolution is
-    :class:`CandidateQuantile`)."""
+    are :func:`grid_quantile`)."""
     from .mechanisms.quantile import ExponentialQuantile
 
     return isinstance(mechanism, ExponentialQuantile) and mechanism.base in (
         "uniform", "log", "log-log", "log-atoms")
+
+
+def grid_not_served(lower: float, upper: float, resolution: float) -> str | None:
+    """Why the grid lower + k·resolution ≤ upper is not released from a histogram out of
+    core (public: the grid's size and the floats' spacing at the bounds), or None."""
+    from .mechanisms.quantile import grid_count, grid_edges
+
+    k = grid_count(lower, upper, resolution)
+    if k > MAX_CANDIDATES:
+        return (f"the grid between the bounds has {k} points, more than {MAX_CANDIDATES}: "
+                "choose a coarser resolution or narrower bounds")
+    if grid_edges(lower, upper, resolution, k) is None:
+        return "the resolution is finer than the floating-point spacing at the bounds"
+    return None
+
+
+def grid_quantile(mechanism: Any) -> bool:
+    """Whether ``mechanism`` is an exponential quantile on a grid base ("grid",
+    "log-grid") of at most :data:`MAX_CANDIDATES` points: its draw reads the rows per
+    grid point only, one ``histogram`` on
+    :meth:`~instancedp.mechanisms.quantile.ExponentialQuantile.grid_edges` (the in-memory
+    release's segments exactly, so the same draws)."""
+    from .mechanisms.quantile import ExponentialQuantile
+
+    return (isinstance(mechanism, ExponentialQuantile) and mechanism.resolution is not None
+            and grid_not_served(mechanism.lower, mechanism.upper, mechanism.resolution) is None)
 
 
 def sorted_query(mechanism: Any) -> bool:

@@ -328,11 +328,20 @@ def grid_segments(
     Runs of empty grid points and the occupied points alternate, so there are
     at most 2·(distinct rows) + 1 segments whatever K is.
     """
+    vals, counts = np.unique(np.asarray(index, dtype=np.int64), return_counts=True)
+    return occupied_segments(candidates_count, vals, counts)
+
+
+def occupied_segments(
+    candidates_count: int, occupied: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`grid_segments` from the occupied grid points (increasing) and their row
+    counts (all > 0): what a database's histogram on :func:`grid_edges` gives."""
     K = int(candidates_count)
-    idx = np.asarray(index, dtype=np.int64)
-    n = idx.size
-    vals, counts = np.unique(idx, return_counts=True)
+    vals = np.asarray(occupied, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
     before = np.concatenate(([0], np.cumsum(counts)))  # rows below vals[j]
+    n = int(before[-1])
     gap_start = np.concatenate(([0], vals + 1))
     gap_end = np.concatenate((vals, [K]))  # exclusive
     starts = np.empty(2 * vals.size + 1, dtype=np.int64)
@@ -344,6 +353,57 @@ def grid_segments(
     above[0::2] = n - before
     above[1::2] = n - before[1:]
     return starts, lengths, below, above
+
+
+_SIGN = np.uint64(1 << 63)
+
+
+def _float_key(x: np.ndarray) -> np.ndarray:
+    """Floats → uint64 keys in the same order (−0.0 and 0.0 share a key)."""
+    bits = np.asarray(x, dtype=np.float64).view(np.uint64)
+    neg = (bits & _SIGN) != 0
+    return np.where(neg, _SIGN - (bits & ~_SIGN), _SIGN + bits)
+
+
+def _key_float(k: np.ndarray) -> np.ndarray:
+    k = np.asarray(k, dtype=np.uint64)
+    bits = np.where(k < _SIGN, (_SIGN - k) | _SIGN, k - _SIGN)
+    return bits.view(np.float64) + 0.0
+
+
+@functools.lru_cache(maxsize=8)  # public parameters; the check and the release share it
+def grid_edges(lower: float, upper: float, resolution: float, count: int) -> np.ndarray | None:
+    """Cell edges [lower, b_1, …, b_{K−1}, upper] with {x : b_k ≤ x < b_{k+1}} exactly the
+    rows (clamped to the bounds) that :func:`grid_index` sends to grid point k.
+
+    b_k is the least float x in [lower, upper] with grid_index(x) ≥ k, found by bisection
+    on the floats' order (grid_index is non-decreasing in x), so a histogram on these
+    edges (every engine's ``histogram``: cells [e_j, e_{j+1}), values clamped to
+    [e_0, e_m]) counts the rows per grid point as the in-memory grid does, bit for bit.
+    Public: a function of the bounds and the resolution only.  None when the edges are
+    not strictly increasing below ``upper`` (a resolution near the floats' spacing at
+    the bounds: a grid point no float rounds to, or a last cell holding ``upper``
+    alone), which a histogram's cells cannot express."""
+    K = int(count)
+    if K == 1:
+        return np.array([lower, upper], dtype=np.float64) + 0.0
+    k = np.arange(1, K, dtype=np.int64)
+    lo = np.full(k.size, _float_key(np.array([lower]))[0])  # grid_index(lo) < k
+    hi = np.full(k.size, _float_key(np.array([upper]))[0])  # grid_index(hi) ≥ k
+    while True:
+        open_ = hi - lo > np.uint64(1)
+        if not open_.any():
+            break
+        mid = lo + (hi - lo) // np.uint64(2)
+        up = grid_index(_key_float(mid), lower, resolution, K) >= k
+        hi = np.where(open_ & up, mid, hi)
+        lo = np.where(open_ & ~up, mid, lo)
+    inner = _key_float(hi)
+    edges = np.concatenate(([lower], inner, [upper])) + 0.0
+    if np.any(edges[1:] <= edges[:-1]):
+        return None
+    edges.setflags(write=False)
+    return edges
 
 
 def _rows_of(below: np.ndarray, above: np.ndarray) -> int:
@@ -894,19 +954,19 @@ class ExponentialQuantile(Mechanism):
             logw = np.log(np.diff(coords)) - self.epsilon * np.abs(i - self.q * n) / (2 * delta)
         return pts, coords, logw
 
-    def _grid(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        starts, lengths, below, above = grid_segments(
-            self._grid_count, self._grid_index(self._rows(data))
-        )
+    def _segments(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Grid bases: :func:`grid_segments` of the rows (all a grid release reads)."""
+        return grid_segments(self._grid_count, self._grid_index(self._rows(data)))
+
+    def _grid(self, segments: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        starts, lengths, below, above = segments
         logw = _grid_log_weights(lengths, below, above, self.q, self.epsilon, self.neighbours,
                                  _rows_of(below, above))
         return starts, lengths, logw
 
-    def _log_grid(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _log_grid(self, segments: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(segment starts, φ of the segments' cell edges, log score per unit of φ)."""
-        starts, lengths, below, above = grid_segments(
-            self._grid_count, self._grid_index(self._rows(data))
-        )
+        starts, lengths, below, above = segments
         phi, _ = log_scale_map(self.log_scale)
         # public cell edges lower + (k − ½)·r; the segments tile the grid 0 … K − 1
         k = np.concatenate((starts, [self._grid_count])).astype(np.float64)
@@ -1029,20 +1089,37 @@ class ExponentialQuantile(Mechanism):
         return self._record(self._draw(self._weights(data), source), source)
 
     def _weights(self, data: Any) -> Any:
+        if self.resolution is not None:
+            return self._grid_weights(self._segments(data))
+        return self._memory_pieces(data)
+
+    def _grid_weights(self, segments: tuple) -> Any:
+        """Grid bases: the draw's input from the segments (rows or a histogram's counts)."""
         if self.sampler == "permute-and-flip":
-            starts, lengths, below, above = grid_segments(
-                self._grid_count, self._grid_index(self._rows(data))
-            )
+            starts, lengths, below, above = segments
             if self.base == "grid":
                 return starts, permute_and_flip_segments(
                     lengths, below, above, self.q, self.epsilon, self.neighbours,
                     _rows_of(below, above))
             return self._log_grid_blocks(starts, lengths, below, above)
-        if self.base == "grid":
-            return self._grid(data)
-        if self.base == "log-grid":
-            return self._log_grid(data)
-        return self._memory_pieces(data)
+        return self._grid(segments) if self.base == "grid" else self._log_grid(segments)
+
+    def grid_edges(self) -> np.ndarray | None:
+        """Grid bases: the histogram edges whose cells are the grid points' cells exactly
+        (:func:`grid_edges`; None where a histogram cannot express them)."""
+        return grid_edges(self.lower, self.upper, self.resolution, self._grid_count)
+
+    def weights_from_counts(self, counts: Any) -> Any:
+        """Grid bases: the draw's input from the rows per grid point (a histogram on
+        :meth:`grid_edges`, one count per point) — the same as :meth:`_weights` on the
+        rows, so the same draws out of core as in memory."""
+        cnt = np.asarray(counts, dtype=np.int64)
+        if cnt.shape != (self._grid_count,) or np.any(cnt < 0):
+            raise ParameterError(
+                f"counts must be {self._grid_count} non-negative integers, one per grid point",
+                parameter="counts")
+        occupied = np.flatnonzero(cnt)
+        return self._grid_weights(occupied_segments(self._grid_count, occupied, cnt[occupied]))
 
     def _memory_pieces(self, data: Any) -> PieceSet:
         """:meth:`pieces` over in-memory rows (the same reads an engine serves)."""
@@ -1112,9 +1189,7 @@ class ExponentialQuantile(Mechanism):
     def grid_utilities(self, data: Any) -> np.ndarray:
         """Grid bases: u_k = −ε·s_k/(2Δ) (+ log μ_k on log-grid) at every grid point k,
         the utilities permute-and-flip ranks (small grids: tests and benchmarks)."""
-        starts, lengths, below, above = grid_segments(
-            self._grid_count, self._grid_index(self._rows(data))
-        )
+        starts, lengths, below, above = self._segments(data)
         k = np.arange(self._grid_count)
         seg = np.searchsorted(starts[lengths > 0], k, side="right") - 1
         u = _grid_log_scores(below, above, self.q, self.epsilon, self.neighbours,
@@ -1134,7 +1209,7 @@ class ExponentialQuantile(Mechanism):
             return {self._grid_value(int(i)): float(pi) for i, pi in enumerate(p)}
         if self.base == "log-grid":
             return self._log_grid_probabilities(data)
-        starts, lengths, logw = self._grid(data)
+        starts, lengths, logw = self._grid(self._segments(data))
         keep = lengths > 0
         starts, lengths, logw = starts[keep], lengths[keep], logw[keep]
         per_point = logw - np.log(lengths.astype(float))
@@ -1147,7 +1222,7 @@ class ExponentialQuantile(Mechanism):
         return out
 
     def _log_grid_probabilities(self, data: Any) -> dict[float, float]:
-        starts, edges, log_score = self._log_grid(data)
+        starts, edges, log_score = self._log_grid(self._segments(data))
         phi, _ = log_scale_map(self.log_scale)
         ends = np.concatenate((starts[1:], [self._grid_count]))
         top = float(log_score.max())
