@@ -130,6 +130,7 @@ def test_duckdb_ignores_the_types_it_samples_from_pandas_rows():
     src = open_source(frame, sql="SELECT o, dec, CAST(o AS DECIMAL(6, 1)) AS c FROM data")
     assert src.engine.declared["o"] == "INTEGER"  # DuckDB's sample, a function of the rows
     assert _all(src) == {"o": None, "dec": None, "c": 0.1}  # the CAST is the query's text
+    assert src.count("o") == 2  # the empty copy (another connection) left `data` alone
 
 
 # -- DuckDB over files ----------------------------------------------------------------------

@@ -159,12 +159,12 @@ def connect(
     engine.connection = con  # type: ignore[attr-defined]
     # the declared types (public: the schema; for CSV, what DuckDB's sniffer made of it)
     engine.declared = {str(r[0]): str(r[1]) for r in described}  # type: ignore[attr-defined]
-    engine.resolutions = _declared_resolutions(data, sql, reader, described)
+    engine.resolutions = _declared_resolutions(con, data, sql, reader, described)
     return engine
 
 
 def _declared_resolutions(
-    data: Any, sql: str | None, reader: str | None, described: list[tuple]
+    con: Any, data: Any, sql: str | None, reader: str | None, described: list[tuple]
 ) -> dict[str, float | None]:
     """Column → the resolution its *declared* type states (``SQLEngine.resolutions``).
 
@@ -184,17 +184,17 @@ def _declared_resolutions(
     empty = _no_rows(data)
     if empty is None:
         return {}
-    con = duckdb.connect(":memory:")
+    # a second connection to the same (sandboxed, locked) database: a registered frame
+    # is visible to its own connection only, so here ``data`` names the empty copy
+    cur = con.cursor()
     try:
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
-        con.register("data", empty)
+        cur.register("data", empty)
         relation = "data" if sql is None else f"({sql}) AS q"
-        rows = con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
+        rows = cur.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
     except duckdb.Error:  # the source opened, so unexpected: declare nothing
         return {}
     finally:
-        con.close()
+        cur.close()
     return by_name((str(r[0]), type_resolution(str(r[1]))) for r in rows)
 
 

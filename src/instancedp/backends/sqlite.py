@@ -87,9 +87,10 @@ def connect(data: str, *, table: str | None = None, sql: str | None = None) -> S
 def declared_resolution(declared: str) -> float | None:
     """The resolution a column's DDL type declares, by SQLite's affinity rule
     (datatype3.html §3.1: a type name containing INT has INTEGER affinity, whatever
-    else it says) → 1.0; ``DECIMAL(p,s)``/``NUMERIC(p,s)`` → 10^−s; else None.  The
-    declaration is what counts: SQLite keeps 2.5 as 2.5 in an INTEGER column, and
-    reading the rows to find out would make the answer a function of them."""
+    else it says — "FLOATING POINT" included, as SQLite itself reads it) → 1.0;
+    ``DECIMAL(p,s)``/``NUMERIC(p,s)`` → 10^−s; else None.  The declaration is what
+    counts: SQLite keeps 2.5 as 2.5 in an INTEGER column, and reading the rows to
+    find out would make the answer a function of them."""
     if "INT" in declared.upper():
         return 1.0
     return decimal_resolution(declared)
