@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError
+from ..io import declared_resolution
 from .numpy import MemoryEngine, Missing, fixed_point_exponent
 
 __all__ = ["Source", "open_source", "fixed_point_exponent", "BACKENDS"]
@@ -63,6 +64,14 @@ class Source:
     def columns(self) -> list[str]:
         """Column names (public: the declared schema)."""
         return list(self.engine.columns)
+
+    def declared_resolution(self, column: str | None = None) -> float | None:
+        """The resolution the column's *declared* type states — 1.0 for an integer type,
+        10^−s for a decimal of scale s — else None (floats, booleans, text, dates, and
+        every type a reader inferred from the rows: CSV, JSON, a Python list).  Public
+        schema only: read from the dtype, the Parquet schema, the DDL or the query's
+        static result type, never from a row."""
+        return self.engine.declared_resolution(column)
 
     def count(self, column: str | None = None, *, missing: Missing = "drop") -> int:
         return self.engine.count(column, missing)
@@ -155,6 +164,14 @@ def _frame_columns(data: Any) -> dict[str, np.ndarray]:
             for c in data.column_names}
 
 
+def _frame_resolutions(data: Any) -> dict[str | None, float | None]:
+    """Each column's declared resolution (:func:`instancedp.io.declared_resolution`:
+    the frame's dtypes); a name the frame repeats declares none."""
+    names = [str(c) for c in (data.column_names if hasattr(data, "column_names")
+                              else data.columns)]
+    return {c: declared_resolution(data, c) if names.count(c) == 1 else None for c in names}
+
+
 def open_source(
     data: Any,
     *,
@@ -207,7 +224,10 @@ def open_source(
 
             return Source("duckdb", duck_connect(data, sql=sql, memory_limit=memory_limit,
                                                  threads=threads))
-        return Source("numpy", MemoryEngine(columns=_frame_columns(data)))
+        return Source("numpy", MemoryEngine(columns=_frame_columns(data),
+                                            resolutions=_frame_resolutions(data)))
     if sql is not None:
         raise ParameterError("sql= needs a file, a frame or a database", parameter="sql")
-    return Source("numpy", MemoryEngine(values=np.asarray(data)))
+    # a list's dtype after np.asarray is inferred from its rows: only an array declares one
+    return Source("numpy", MemoryEngine(values=np.asarray(data), resolutions={
+        None: declared_resolution(data)}))

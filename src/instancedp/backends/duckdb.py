@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError, SchemaError
-from .sql import Dialect, SQLEngine
+from .sql import Dialect, SQLEngine, by_name, decimal_resolution
 
-__all__ = ["DIALECT", "NUMERIC_TYPES", "connect", "is_numeric_type"]
+__all__ = ["DIALECT", "INTEGER_TYPES", "NUMERIC_TYPES", "connect", "is_numeric_type",
+           "type_resolution"]
 
 DIALECT = Dialect(name="duckdb", sum_by_parts=True)
 
@@ -41,6 +42,21 @@ def is_numeric_type(declared: str, *, boolean: bool = False) -> bool:
     ``boolean`` a BOOLEAN counts too (0/1 flags)."""
     base = str(declared).split("(")[0].strip().upper()
     return base in NUMERIC_TYPES or (boolean and base == "BOOLEAN")
+
+
+#: DuckDB's integer types: each declares resolution 1
+INTEGER_TYPES = frozenset({
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+    "UINTEGER", "UBIGINT", "UHUGEINT",
+})
+
+
+def type_resolution(declared: str) -> float | None:
+    """The resolution a DuckDB type name declares: 1.0 for an integer type, 10^−s for
+    ``DECIMAL(p,s)``, None for any other (floats, BOOLEAN, text, dates, NULL)."""
+    if str(declared).strip().upper() in INTEGER_TYPES:
+        return 1.0
+    return decimal_resolution(str(declared))
 
 
 def _literal(text: str) -> str:
@@ -143,7 +159,55 @@ def connect(
     engine.connection = con  # type: ignore[attr-defined]
     # the declared types (public: the schema; for CSV, what DuckDB's sniffer made of it)
     engine.declared = {str(r[0]): str(r[1]) for r in described}  # type: ignore[attr-defined]
+    engine.resolutions = _declared_resolutions(con, data, sql, reader, described)
     return engine
+
+
+def _declared_resolutions(
+    con: Any, data: Any, sql: str | None, reader: str | None, described: list[tuple]
+) -> dict[str, float | None]:
+    """Column → the resolution its *declared* type states (``SQLEngine.resolutions``).
+
+    A Parquet file read by ``read_parquet``: the types of ``described`` (DESCRIBE of
+    the view or of the query: the file's schema and SQL's static typing, no row
+    read).  A frame: DESCRIBE of the same relation over a copy of the frame with no
+    rows, because DuckDB types a pandas object column from a sample of its rows (all
+    Python ints → INTEGER) and the copy has none to sample; the types then follow
+    from the dtypes alone.  CSV, JSON and text lines: none (their types are
+    inferred from the rows)."""
+    import duckdb
+
+    if isinstance(data, str | os.PathLike):
+        if reader is None or not reader.startswith("read_parquet("):
+            return {}
+        return by_name((str(r[0]), type_resolution(str(r[1]))) for r in described)
+    empty = _no_rows(data)
+    if empty is None:
+        return {}
+    # a second connection to the same (sandboxed, locked) database: a registered frame
+    # is visible to its own connection only, so here ``data`` names the empty copy
+    cur = con.cursor()
+    try:
+        cur.register("data", empty)
+        relation = "data" if sql is None else f"({sql}) AS q"
+        rows = cur.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
+    except duckdb.Error:  # the source opened, so unexpected: declare nothing
+        return {}
+    finally:
+        cur.close()
+    return by_name((str(r[0]), type_resolution(str(r[1]))) for r in rows)
+
+
+def _no_rows(frame: Any) -> Any:
+    """The frame's schema as a frame with no rows (pandas, polars, Arrow), else None."""
+    root = type(frame).__module__.split(".")[0]
+    if root == "pandas" and hasattr(frame, "iloc"):
+        return frame.iloc[:0]
+    if root == "polars" and hasattr(frame, "head"):
+        return frame.head(0)
+    if root == "pyarrow" and hasattr(frame, "slice"):
+        return frame.slice(0, 0)
+    return None
 
 
 def _first_line(exc: Exception) -> str:

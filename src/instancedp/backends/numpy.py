@@ -407,10 +407,17 @@ class MemoryEngine:
 
     name = "numpy"
 
-    def __init__(self, columns: dict[str, Any] | None = None, values: Any = None) -> None:
+    def __init__(
+        self, columns: dict[str, Any] | None = None, values: Any = None, *,
+        resolutions: dict[str | None, float | None] | None = None,
+    ) -> None:
         self._data = dict(columns or {})
         self._single = values
         self.columns = list(self._data)
+        # the resolution each column's declared type states (key None: the array), taken
+        # by the caller from the container's types, since the arrays here are float64 or
+        # were built from lists; a column absent here declares none
+        self.resolutions = dict(resolutions or {})
 
     def _get(self, column: str | None) -> Any:
         from ..errors import SchemaError
@@ -426,6 +433,14 @@ class MemoryEngine:
         if column not in self._data:
             raise SchemaError(f"unknown column {column!r}; the columns are {self.columns}")
         return self._data[column]
+
+    def declared_resolution(self, column: str | None = None) -> float | None:
+        """The resolution the column's declared type states (:attr:`resolutions`), else
+        None; the column is resolved as every primitive resolves it."""
+        self._get(column)  # the primitives' SchemaError for an unknown column
+        if self._single is not None:
+            return self.resolutions.get(None)
+        return self.resolutions.get(self.columns[0] if column is None else column)
 
     def count(self, column: str | None = None, missing: Missing = "drop") -> int:
         return count(self._get(column), missing)

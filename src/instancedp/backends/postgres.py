@@ -11,10 +11,12 @@ PostgreSQL raises on float underflow, which is why the fixed-point rule tests
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import ParameterError, SchemaError
-from .sql import Dialect, SQLEngine
+from .sql import Dialect, SQLEngine, by_name, scale_resolution
 
 __all__ = ["DIALECT", "connect"]
 
@@ -74,6 +76,7 @@ def connect(
             # the result's declared types (public: the schema and the query text)
             non_numeric = {c.name: _NON_NUMERIC_OIDS[c.type_code] for c in cur.description
                            if c.type_code in _NON_NUMERIC_OIDS}
+            resolutions = by_name((c.name, _resolution(c)) for c in cur.description)
         con.rollback()
     except psycopg.Error as exc:
         con.rollback()
@@ -86,6 +89,24 @@ def connect(
     engine = SQLEngine(DIALECT, execute, relation, cols, bucket_sql=bucket_sql)
     engine.connection = con  # type: ignore[attr-defined]
     engine.non_numeric = non_numeric  # type: ignore[attr-defined]
+    engine.resolutions = resolutions
     return engine
+
+
+#: pg_type OIDs of int2, int4, int8 (each declares resolution 1) and numeric
+_INTEGER_OIDS = {21, 23, 20}
+_NUMERIC_OID = 1700
+
+
+def _resolution(column: Any) -> float | None:
+    """The resolution a result column's type declares (from the ``LIMIT 0`` result's
+    description: the catalog and the query's static typing, no row): 1.0 for
+    int2/int4/int8, 10^−s for ``numeric(p,s)``, None for a ``numeric`` without a
+    declared scale, float4/float8 and every other type."""
+    if column.type_code in _INTEGER_OIDS:
+        return 1.0
+    if column.type_code == _NUMERIC_OID:
+        return scale_resolution(column.scale)
+    return None
 
 

@@ -16,7 +16,7 @@ import itertools
 from typing import Any
 
 from ..errors import ParameterError, SchemaError
-from .sql import Dialect, SQLEngine
+from .sql import Dialect, SQLEngine, by_name, scale_resolution
 
 __all__ = ["DIALECT", "connect"]
 
@@ -89,4 +89,19 @@ def connect(data: Any, *, spark: Any = None, sql: str | None = None) -> SQLEngin
 
     engine = SQLEngine(DIALECT, execute, relation, cols, lookup_table=lookup_table)
     engine.connection = session  # type: ignore[attr-defined]
+    # the result's schema (the DataFrame's, or the query's static types): analysis, no job
+    schema = session.sql(f"SELECT * FROM {relation} LIMIT 0").schema
+    engine.resolutions = by_name((f.name, _resolution(f.dataType)) for f in schema.fields)
     return engine
+
+
+def _resolution(data_type: Any) -> float | None:
+    """The resolution a Spark type declares: 1.0 for ByteType, ShortType, IntegerType
+    and LongType, 10^−s for DecimalType(p, s), None for every other type."""
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.ByteType | T.ShortType | T.IntegerType | T.LongType):
+        return 1.0
+    if isinstance(data_type, T.DecimalType):
+        return scale_resolution(data_type.scale)
+    return None

@@ -26,7 +26,8 @@ only aggregates come back, never the column:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +36,8 @@ import numpy as np
 from ..errors import ParameterError, SchemaError
 from . import numpy as ref
 
-__all__ = ["Dialect", "LabelMap", "SQLEngine", "label_map"]
+__all__ = ["Dialect", "LabelMap", "SQLEngine", "by_name", "decimal_resolution", "label_map",
+           "scale_resolution"]
 
 Execute = Callable[[str, list], list[tuple]]
 
@@ -83,6 +85,32 @@ class Dialect:
         if math.isinf(v):
             return self.inf if v > 0 else "-" + self.inf
         return f"CAST('{v!r}' AS {self.double})"
+
+
+def scale_resolution(scale: int | None) -> float | None:
+    """10^−s, the resolution a decimal type of scale s ≥ 0 declares (as
+    :func:`instancedp.io.declared_resolution` states it for Arrow); None for no scale
+    or a negative one."""
+    return None if scale is None or scale < 0 else float(10.0 ** -scale)
+
+
+_DECIMAL = re.compile(r"\s*(?:DECIMAL|NUMERIC)\s*\(\s*\d+\s*(?:,\s*(\d+)\s*)?\)\s*", re.I)
+
+
+def decimal_resolution(declared: str) -> float | None:
+    """The resolution of a type named ``DECIMAL(p, s)`` or ``NUMERIC(p, s)`` (``(p)``
+    alone: s = 0, as in SQL), else None (a bare ``NUMERIC`` has no declared scale)."""
+    m = _DECIMAL.fullmatch(declared)
+    return None if m is None else scale_resolution(int(m.group(1) or 0))
+
+
+def by_name(pairs: Iterable[tuple[str, float | None]]) -> dict[str, float | None]:
+    """Column name → declared resolution; a name the result repeats with different
+    resolutions declares none (a primitive could read either column)."""
+    out: dict[str, float | None] = {}
+    for name, res in pairs:
+        out[name] = res if out.get(name, res) == res else None
+    return out
 
 
 _MAX_PIECES = 64
@@ -220,6 +248,10 @@ class SQLEngine:
     # Runs a one-column query and returns its values as float64 (e.g. DuckDB's columnar
     # fetch: no Python tuple per row); engines without one build the array from rows.
     fetch_doubles: Callable[[str, list], np.ndarray] | None = None
+    # The resolution each column's *declared* type states (1.0 for an integer type,
+    # 10^−s for a decimal of scale s), read from the schema or catalog when the engine
+    # is opened; a column absent here declares none (the engine's ``connect`` fills it).
+    resolutions: dict[str, float | None] = field(default_factory=dict)
 
     # -- building blocks -------------------------------------------------
     def _col(self, column: str | None) -> str:
@@ -255,6 +287,13 @@ class SQLEngine:
         expr = (f"CASE WHEN v < {d.lit(lo, params)} THEN {d.lit(lo, params)} "
                 f"WHEN v > {d.lit(hi, params)} THEN {d.lit(hi, params)} ELSE v END")
         return f"(SELECT {expr} + {d.lit(0.0, params)} AS x FROM {src}) AS c"
+
+    def declared_resolution(self, column: str | None = None) -> float | None:
+        """The resolution the column's declared type states (:attr:`resolutions`: public
+        schema, never a row), else None; the column is resolved as every primitive
+        resolves it (the same :class:`SchemaError` for an unknown one)."""
+        self._col(column)
+        return self.resolutions.get(self.columns[0] if column is None else column)
 
     def _one(self, sql: str, params: list) -> tuple:
         rows = self.execute(sql, params)

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ParameterError, SchemaError
-from .sql import Dialect, SQLEngine
+from .sql import Dialect, SQLEngine, by_name, decimal_resolution
 
-__all__ = ["DIALECT", "connect", "sqlite_path"]
+__all__ = ["DIALECT", "connect", "declared_resolution", "sqlite_path"]
 
 DIALECT = Dialect(
     name="sqlite",
@@ -78,7 +78,22 @@ def connect(data: str, *, table: str | None = None, sql: str | None = None) -> S
         info = con.execute("SELECT name, type FROM pragma_table_info(?)", [table])
         engine.non_numeric = {  # type: ignore[attr-defined]
             str(n): str(t) for n, t in info.fetchall() if not_a_number(str(t))}
+        declared = con.execute("SELECT name, type FROM pragma_table_info(?)", [table])
+        engine.resolutions = by_name(
+            (str(n), declared_resolution(str(t))) for n, t in declared.fetchall())
     return engine
+
+
+def declared_resolution(declared: str) -> float | None:
+    """The resolution a column's DDL type declares, by SQLite's affinity rule
+    (datatype3.html §3.1: a type name containing INT has INTEGER affinity, whatever
+    else it says — "FLOATING POINT" included, as SQLite itself reads it) → 1.0;
+    ``DECIMAL(p,s)``/``NUMERIC(p,s)`` → 10^−s; else None.  The declaration is what
+    counts: SQLite keeps 2.5 as 2.5 in an INTEGER column, and reading the rows to
+    find out would make the answer a function of them."""
+    if "INT" in declared.upper():
+        return 1.0
+    return decimal_resolution(declared)
 
 
 def not_a_number(declared: str) -> bool:
