@@ -23,6 +23,7 @@ from instancedp.mechanisms.quantile import (
     grid_edges,
     grid_index,
 )
+from instancedp.privacy import PureDP
 from instancedp.queries.order import Quantile
 from instancedp.random import simulation
 from instancedp.sources import (
@@ -138,3 +139,103 @@ def test_out_of_core_resolution_routing():
     with pytest.raises(ParameterError, match="more than") as e:
         out_of_core_mechanism("median", 1.0, bounds=(0.0, 1e6), resolution=1.0)
     assert e.value.parameter == "resolution"
+
+
+# -- the Session: a declared integer type out of core --------------------------------------
+
+INTS = np.concatenate([np.random.default_rng(8).poisson(20, 150), [0, 0, 100, 250, -3, 20, 20]])
+
+
+def _one(data, **kw) -> dict:
+    from instancedp import Session
+    from instancedp.privacy import PureDP
+
+    opts = {"bounds": (0.0, 100.0), **kw.pop("opts", {})}
+    if isinstance(data, np.ndarray):  # in memory: a frame with the column, its dtype kept
+        import pandas as pd
+
+        data = pd.DataFrame({"v": data})
+    budget = None if kw.get("analyst") else PureDP(5.0)
+    with Session(data, budget, **kw) as s:
+        return s.release_statistic("median", "v", epsilon=1.0, rng=simulation(4),
+                                   **opts).to_dict()
+
+
+def _sqlite_ints(path, values, declared="INTEGER"):
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute(f"CREATE TABLE t (v {declared})")
+    con.executemany("INSERT INTO t VALUES (?)", [(None if v is None else int(v),)
+                                                 for v in values])
+    con.commit()
+    con.close()
+
+
+def test_a_declared_integer_column_gives_the_in_memory_record_everywhere(tmp_path):
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"v": INTS}), tmp_path / "t.parquet")
+    _sqlite_ints(tmp_path / "t.db", INTS)
+    want = _one(INTS)
+    assert want["parameters"]["base"] == "log-grid" and want["parameters"]["resolution"] == 1.0
+    assert _one(str(tmp_path / "t.parquet")) == want  # DuckDB: one histogram
+    assert _one(str(tmp_path / "t.db"), table="t") == want  # the DDL declares INTEGER
+    # a CSV declares nothing (its types are inferred from the rows): the log base with atoms
+    pd.DataFrame({"v": INTS}).to_csv(tmp_path / "t.csv", index=False)
+    assert _one(str(tmp_path / "t.csv"))["parameters"]["base"] == "log-atoms"
+    # a float column, a named mechanism and a given resolution keep their own rules
+    pq.write_table(pa.table({"v": INTS.astype(float)}), tmp_path / "f.parquet")
+    assert _one(str(tmp_path / "f.parquet"))["parameters"]["base"] == "log-atoms"
+    named = _one(str(tmp_path / "t.parquet"), opts={"mechanism": "exponential"})
+    assert named["parameters"]["base"] == "log-atoms"
+    given = _one(str(tmp_path / "t.parquet"), opts={"resolution": 2.0})
+    assert given == _one(INTS, opts={"resolution": 2.0})
+
+
+def test_a_declared_grid_past_the_histograms_limit_keeps_the_continuous_base(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"v": INTS}), tmp_path / "t.parquet")
+    wide = {"bounds": (0.0, float(MAX_CANDIDATES))}  # 65,537 grid points
+    assert _one(str(tmp_path / "t.parquet"), opts=wide)["parameters"]["base"] == "log-atoms"
+    assert _one(INTS, opts=wide)["parameters"]["base"] == "log-grid"  # in memory: any size
+
+
+def test_analyst_neighbours_on_a_declared_grid_differ_only_in_the_value(tmp_path):
+    """A row entering the table (or a NULL, or a value past the bounds) changes nothing in
+    the record but the value: the grid comes from the DDL and the bounds."""
+    from instancedp import Session
+
+    ledger = tmp_path / "l.db"
+    Session([0.0], PureDP(5.0), ledger=ledger, dataset_id="d").close()
+    base = [1, 2, 50, 99]
+    records = []
+    for i, extra in enumerate([[], [100], [None], [10**12], []]):
+        db = tmp_path / f"n{i}.db"
+        _sqlite_ints(db, base + extra if i < 4 else [])
+        d = _one(str(db), ledger=ledger, dataset_id="d", analyst=True, table="t")
+        d.pop("value")
+        assert d["parameters"]["base"] == "log-grid"
+        records.append(json.dumps(d, sort_keys=True))
+    assert len(set(records)) == 1
+
+
+def test_postgresql_declared_integer_gives_the_in_memory_record(postgres_url):
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as con:
+        con.execute("DROP TABLE IF EXISTS grid_t")
+        con.execute("CREATE TABLE grid_t (v integer)")
+        with con.cursor() as cur:
+            cur.executemany("INSERT INTO grid_t VALUES (%s)", [(int(v),) for v in INTS])
+    assert _one(postgres_url, table="grid_t") == _one(INTS)
+
+
+@pytest.mark.xdist_group("spark")
+def test_spark_declared_integer_gives_the_in_memory_record(spark):
+    df = spark.createDataFrame([(int(v),) for v in INTS], "v long")
+    assert _one(df) == _one(INTS)
