@@ -99,9 +99,10 @@ def test_split_sums_re_sum_above_the_row_limit(tmp_path, monkeypatch):
 
 
 def test_which_mechanisms_an_engine_serves(tmp_path):
-    """The staged draw serves the continuous bases only: an exponential quantile on a
-    grid base is refused by name on an engine (it was a TypeError inside the draw) and
-    is read into memory from a Parquet file; the bound-free quantile is served."""
+    """The staged draw serves the continuous bases; a grid base is served from one
+    histogram while the grid has at most MAX_CANDIDATES points and a past that is
+    refused by name on an engine (it is read into memory from a Parquet file); the
+    bound-free quantile is served."""
     import pandas as pd
 
     from instancedp.backends import open_source
@@ -109,14 +110,16 @@ def test_which_mechanisms_an_engine_serves(tmp_path):
     from instancedp.mechanisms.quantile import ExponentialQuantile
     from instancedp.mechanisms.unbounded import UnboundedQuantile
     from instancedp.queries.order import Quantile
-    from instancedp.sources import release_from_source, serves_out_of_core
+    from instancedp.sources import MAX_CANDIDATES, release_from_source, serves_out_of_core
 
     query = Quantile(0.5, 0.0, 100.0, neighbours="add_remove")
+    wide = Quantile(0.5, 0.0, float(MAX_CANDIDATES), neighbours="add_remove")
+    path = tmp_path / "x.parquet"
+    pd.DataFrame({"x": [1.0, 2.0, 3.0]}).to_parquet(path)
     for base in ("grid", "log-grid"):
-        mech = ExponentialQuantile(query, 1.0, base=base, resolution=1.0)
+        assert serves_out_of_core(ExponentialQuantile(query, 1.0, base=base, resolution=1.0))
+        mech = ExponentialQuantile(wide, 1.0, base=base, resolution=1.0)
         assert not serves_out_of_core(mech)
-        path = tmp_path / "x.parquet"
-        pd.DataFrame({"x": [1.0, 2.0, 3.0]}).to_parquet(path)
         with pytest.raises(ParameterError, match="not available out of core"):
             release_from_source(mech, open_source(str(path)), "x", simulation(0))
     for base in ("uniform", "log"):
