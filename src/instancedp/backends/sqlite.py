@@ -75,12 +75,10 @@ def connect(data: str, *, table: str | None = None, sql: str | None = None) -> S
     engine = SQLEngine(DIALECT, execute, relation, cols, bucket_sql=bucket_sql)
     engine.connection = con  # type: ignore[attr-defined]
     if table is not None:  # the DDL's declared types are public schema (a SELECT has none)
-        info = con.execute("SELECT name, type FROM pragma_table_info(?)", [table])
-        engine.non_numeric = {  # type: ignore[attr-defined]
-            str(n): str(t) for n, t in info.fetchall() if not_a_number(str(t))}
-        declared = con.execute("SELECT name, type FROM pragma_table_info(?)", [table])
-        engine.resolutions = by_name(
-            (str(n), declared_resolution(str(t))) for n, t in declared.fetchall())
+        info = [(str(n), str(t)) for n, t in con.execute(
+            "SELECT name, type FROM pragma_table_info(?)", [table]).fetchall()]
+        engine.non_numeric = {n: t for n, t in info if not_a_number(t)}  # type: ignore[attr-defined]
+        engine.resolutions = by_name((n, declared_resolution(t)) for n, t in info)
     return engine
 
 
