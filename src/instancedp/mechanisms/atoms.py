@@ -166,42 +166,18 @@ class AtomChart:
         return float(self.values(np.array([u], dtype=np.float64))[0])
 
     def values(self, u: np.ndarray) -> np.ndarray:
-        """:meth:`value` of every entry: a 64-way search over the doubles (their
-        order-preserving integer keys; spans in wrapping unsigned arithmetic), all
-        entries at once, about 11 steps."""
-        from ..noise.exact import _float_key
+        """:meth:`value` of every entry, at once: the greatest double with E₋ ≤ u
+        (:func:`~instancedp.noise.exact.last_double`; E₋ is non-decreasing)."""
+        from ..noise.exact import key_floats, last_double
 
         u = np.atleast_1d(np.asarray(u, dtype=np.float64))
-        lo = np.full(u.shape, _float_key(self.lower), dtype=np.int64)
-        hi = np.full(u.shape, _float_key(self.upper), dtype=np.int64)
-        top = self.left(self.upper) <= u
-        j = np.arange(1, 64, dtype=np.uint64)
-        while True:  # invariant: E₋(key lo) ≤ u < E₋(key hi), unless top
-            span = hi.view(np.uint64) - lo.view(np.uint64)
-            live = (span > 1) & ~top
-            if not live.any():
-                break
-            step = np.maximum(span // np.uint64(64), np.uint64(1))
-            offs = step[:, None] * j[None, :]  # ≤ 63/64 of the span: no wrap
-            valid = (offs < span[:, None]) & live[:, None]
-            cand = (lo.view(np.uint64)[:, None] + offs).view(np.int64)
-            ok = valid & (self.left(_key_floats(cand)) <= u[:, None])
-            c, nv = ok.sum(axis=1), valid.sum(axis=1)  # E₋ is monotone: both are prefixes
-            rows = np.arange(u.size)
-            lo = np.where(c > 0, cand[rows, np.maximum(c - 1, 0)], lo)
-            hi = np.where(live & (c < nv), cand[rows, np.minimum(c, 62)], hi)
-        return np.where(top, self.upper, _key_floats(lo) + 0.0)
+        keys = last_double(lambda t: self.left(t) <= u[:, None], self.lower, self.upper,
+                           u.size)
+        return key_floats(keys) + 0.0
 
     def parameters(self) -> dict[str, Any]:
         return {"atom_share": self.share,
                 "atom_steps": [float(10.0**j) for j in self.levels]}
-
-
-def _key_floats(keys: np.ndarray) -> np.ndarray:
-    """The doubles of order-preserving integer keys (``noise.exact._float_key``'s inverse,
-    vectorised)."""
-    bits = np.where(keys < 0, (-keys) | np.int64(-(2**63)), keys).astype(np.int64)
-    return bits.view(np.float64)
 
 
 def atom_points(chart: AtomChart) -> np.ndarray:

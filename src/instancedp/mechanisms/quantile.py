@@ -119,7 +119,13 @@ import numpy as np
 
 from .. import _validate
 from ..errors import ParameterError
-from ..noise.exact import sample_permute_and_flip, sample_piece, sample_piece_lazy
+from ..noise.exact import (
+    key_floats,
+    last_double,
+    sample_permute_and_flip,
+    sample_piece,
+    sample_piece_lazy,
+)
 from ..privacy import PureDP
 from ..random import RandomSource, resolve, sample_index_from_log_weights
 from .base import Mechanism, OutputDistribution, Release
@@ -355,22 +361,6 @@ def occupied_segments(
     return starts, lengths, below, above
 
 
-_SIGN = np.uint64(1 << 63)
-
-
-def _float_key(x: np.ndarray) -> np.ndarray:
-    """Floats → uint64 keys in the same order (−0.0 and 0.0 share a key)."""
-    bits = np.asarray(x, dtype=np.float64).view(np.uint64)
-    neg = (bits & _SIGN) != 0
-    return np.where(neg, _SIGN - (bits & ~_SIGN), _SIGN + bits)
-
-
-def _key_float(k: np.ndarray) -> np.ndarray:
-    k = np.asarray(k, dtype=np.uint64)
-    bits = np.where(k < _SIGN, (_SIGN - k) | _SIGN, k - _SIGN)
-    return bits.view(np.float64) + 0.0
-
-
 @functools.lru_cache(maxsize=8)  # public parameters; the check and the release share it
 def grid_edges(lower: float, upper: float, resolution: float, count: int) -> np.ndarray | None:
     """Cell edges [lower, b_1, …, b_{K−1}, upper] with {x : b_k ≤ x < b_{k+1}} exactly the
@@ -387,18 +377,11 @@ def grid_edges(lower: float, upper: float, resolution: float, count: int) -> np.
     K = int(count)
     if K == 1:
         return np.array([lower, upper], dtype=np.float64) + 0.0
-    k = np.arange(1, K, dtype=np.int64)
-    lo = np.full(k.size, _float_key(np.array([lower]))[0])  # grid_index(lo) < k
-    hi = np.full(k.size, _float_key(np.array([upper]))[0])  # grid_index(hi) ≥ k
-    while True:
-        open_ = hi - lo > np.uint64(1)
-        if not open_.any():
-            break
-        mid = lo + (hi - lo) // np.uint64(2)
-        up = grid_index(_key_float(mid), lower, resolution, K) >= k
-        hi = np.where(open_ & up, mid, hi)
-        lo = np.where(open_ & ~up, mid, lo)
-    inner = _key_float(hi)
+    k = np.arange(1, K, dtype=np.int64)[:, None]
+    # the greatest double still below point k, then the next one
+    below = last_double(lambda t: grid_index(t, lower, resolution, K) < k, lower, upper,
+                        K - 1, ways=2)
+    inner = key_floats(below + 1)
     edges = np.concatenate(([lower], inner, [upper])) + 0.0
     if np.any(edges[1:] <= edges[:-1]):
         return None

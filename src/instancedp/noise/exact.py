@@ -166,6 +166,48 @@ def _key_float(key: int) -> float:
     return struct.unpack("<d", struct.pack("<Q", b))[0]
 
 
+def key_floats(keys: np.ndarray) -> np.ndarray:
+    """The doubles of order-preserving integer keys (:func:`_float_key`'s inverse,
+    vectorised)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    bits = np.where(keys < 0, (-keys) | np.int64(-(2**63)), keys).astype(np.int64)
+    return bits.view(np.float64)
+
+
+def last_double(pred: Callable[[np.ndarray], np.ndarray], lower: float, upper: float,
+                size: int, ways: int = 64) -> np.ndarray:
+    """Per entry i < ``size``: the key (:func:`_float_key`) of the greatest double t in
+    [lower, upper] with ``pred(t)[i]`` true, for predicates true at ``lower`` and
+    monotone (true, then false) in t; ``upper``'s key where it is true there.
+
+    ``pred`` maps an array of doubles of shape (size, m) (row i for entry i) to
+    booleans of that shape.  A ``ways``-way search over the doubles' keys (spans in
+    wrapping unsigned arithmetic: keys run from −2⁶³ to 2⁶³), all entries at once:
+    about 64/log₂(ways) steps of ways − 1 evaluations each (64-way: few calls of a
+    costly predicate; 2-way: fewest evaluations).  Exact, whatever the predicate's
+    own rounding."""
+    lo = np.full(size, _float_key(lower), dtype=np.int64)
+    hi = np.full(size, _float_key(upper), dtype=np.int64)
+    top = pred(np.full((size, 1), float(upper)))[:, 0]
+    w = np.uint64(ways)
+    j = np.arange(1, ways, dtype=np.uint64)
+    rows = np.arange(size)
+    while True:  # invariant: pred(key lo), not pred(key hi), unless top
+        span = hi.view(np.uint64) - lo.view(np.uint64)
+        live = (span > 1) & ~top
+        if not live.any():
+            break
+        step = np.maximum(span // w, np.uint64(1))
+        offs = step[:, None] * j[None, :]  # ≤ (ways − 1)/ways of the span: no wrap
+        valid = (offs < span[:, None]) & live[:, None]
+        cand = (lo.view(np.uint64)[:, None] + offs).view(np.int64)
+        ok = valid & pred(key_floats(cand))
+        c, nv = ok.sum(axis=1), valid.sum(axis=1)  # monotone: both are prefixes
+        lo = np.where(c > 0, cand[rows, np.maximum(c - 1, 0)], lo)
+        hi = np.where(live & (c < nv), cand[rows, np.minimum(c, ways - 2)], hi)
+    return np.where(top, hi, lo)
+
+
 class _FloatCells:
     """Cells of round-to-nearest onto float64: key k ↔ the k-th double."""
 
