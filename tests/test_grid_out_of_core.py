@@ -239,3 +239,16 @@ def test_postgresql_declared_integer_gives_the_in_memory_record(postgres_url):
 def test_spark_declared_integer_gives_the_in_memory_record(spark):
     df = spark.createDataFrame([(int(v),) for v in INTS], "v long")
     assert _one(df) == _one(INTS)
+
+
+@pytest.mark.parametrize("ways", [2, 64])
+def test_last_double_finds_the_boundary_of_a_monotone_predicate(ways):
+    from instancedp.noise.exact import key_floats, last_double
+
+    c = np.array([-1e308, -3.5, -5e-324, 0.0, 5e-324, 1e-300, 1.0, 2.5, 7e15, 1e308])
+    lo, hi = -1.7976931348623157e308, 1.7976931348623157e308
+    got = key_floats(last_double(lambda t: t < c[:, None], lo, hi, c.size, ways=ways))
+    np.testing.assert_array_equal(got, np.nextafter(c, -np.inf))
+    # true everywhere: the upper end itself
+    top = key_floats(last_double(lambda t: t <= hi, lo, hi, 2, ways=ways))
+    np.testing.assert_array_equal(top, [hi, hi])
