@@ -133,3 +133,66 @@ def test_the_bound_is_between_the_two_point_bound_and_the_smooth_default(gb):
     t = gb.chain_lp(f, w, 1.0)
     pair = max(np.diff(f) / np.maximum(w[:-1], w[1:])) / (1 + math.e)
     assert pair < t < 1.0
+    # against the released (projected, smaller) errors the bound can only be higher
+    wp = np.array(ch["projected_weights"][0])
+    assert np.all(wp <= w) and wp[0] < w[0]  # the lowest graph is near enough to 0
+    assert t - 1e-9 <= gb.chain_lp(f, wp, 1.0) < 1.0
+
+
+def _law_mae(law, f: float) -> float:
+    """E|Y − f| from an OutputDistribution: its atoms, then ∫ P(Y < y) dy below f and
+    ∫ P(Y > y) dy above f over its continuous part."""
+    from scipy import integrate
+
+    atoms = sum(p * abs(float(a) - f) for a, p in law.atoms.items())
+    below = integrate.quad(lambda y: float(law.cdf(np.array([y]))[0]), 0.0, f, limit=200)[0]
+    above = integrate.quad(lambda y: float(law.sf(np.array([y]))[0]), f, np.inf, limit=400)[0]
+    return atoms + below + above
+
+
+@pytest.mark.parametrize("statistic", ["triangles", "kstars"])
+def test_the_projected_error_is_the_released_laws(gb, statistic):
+    from instancedp.recipes import build_mechanism
+
+    g = as_graph(nx.florentine_families_graph())  # 3 triangles: the projection matters
+    query = (TriangleCount(n_vertices=15) if statistic == "triangles"
+             else KStarCount(2, n_vertices=15))
+    mech = build_mechanism(statistic, 1.0, k=2 if statistic == "kstars" else None, vertices=15)
+    law = mech.output_distribution(g)  # the library's exact law, clamped to [0, ∞)
+    got = gb.projected_smooth_mae(query, g, 1.0)
+    assert got == pytest.approx(_law_mae(law, query.value(g)), rel=1e-6)
+    assert got < gb.default_smooth_mae(query, g, 1.0)
+    # an empty graph: f = 0, the projection halves the error
+    empty = as_graph(np.empty((0, 2), dtype=np.int64), 15)
+    assert gb.projected_smooth_mae(query, empty, 1.0) == pytest.approx(
+        gb.default_smooth_mae(query, empty, 1.0) / 2, rel=1e-9)
+
+
+def _row(graph: str, eps: float, t: float, tp: float) -> dict:
+    per_s = {s: {"t": t * (0.9 if s == "6" else 1.0), "t_projected": tp, "v_ratio": 0.4}
+             for s in ("6", "12")}
+    return {"graph": graph, "statistic": "triangles", "epsilon": eps, "a": 2, "b": 12,
+            "f_range": [0.0, 9.0], "default_mae": 10.0, "t": t, "t_projected": tp,
+            "v_ratio": 0.5, "per_s": per_s}
+
+
+def _reading(gb, rows: list[dict]) -> str:
+    return "\n".join(gb.bound_section({"quick": True, "s": [6, 12], "seconds": 1.0,
+                                        "rows": rows}, []))
+
+
+def test_the_reading_follows_the_numbers(gb):
+    below = _reading(gb, [_row("x", 1.0, 0.40, 0.45), _row("y", 1.0, 0.30, 0.30)])
+    assert ("At ε = 1.0 (the goal’s ε), t* released ≤ 0.5 in all 2 cells (the largest "
+            "0.450, x triangles)") in below
+    assert "does not exclude" in below and "cannot be met" not in below
+    assert "by at most 11.11 %" in below  # S = 12 over S = 6: 1/0.9
+    assert "Not converged" in below and "x triangles ε = 1.0 (+11.1 %)" in below
+    above = _reading(gb, [_row("x", 1.0, 0.40, 0.55), _row("y", 1.0, 0.30, 0.30),
+                          _row("z", 0.5, 0.40, 0.45)])
+    assert "At ε = 1.0 (the goal’s ε), t* released > 0.5 in 1 of 2 cells (x triangles, " \
+        "0.550)" in above
+    assert "cannot be met there at ε = 1.0" in above
+    assert "At ε = 0.5, t* released ≤ 0.5 in all 1 cells" in above
+    # the goal's ε is read first
+    assert above.index("At ε = 1.0 (the goal") < above.index("At ε = 0.5, t*")
