@@ -72,7 +72,7 @@ the two records must be equal.
 
 ``--quick``: ε = 1, T = 200, no inverse mechanism on the 10⁴-vertex graphs,
 bound on the three networkx graphs only, scale at 10⁵ edges (47 s measured on the
-shared 2-core machine, before the bound part).  Full: T = 1000, ε ∈ {0.5, 1, 2}, the
+shared 2-core machine, 30 s of it the bound part).  Full: T = 1000, ε ∈ {0.5, 1, 2}, the
 10⁵-vertex graph, scale at 10⁶ edges, two repetitions (about 10–12 minutes: accuracy
 345–443 s, gamma 60 s, bound 8 min, scale 3–4 min).
 """
