@@ -153,10 +153,12 @@ def bin_distances(points: np.ndarray, truths: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- the LP
 
 
-def lp_bound(dist: np.ndarray, epsilon: float, criterion: str = "mean") -> tuple[float, np.ndarray]:
+def lp_bound(dist: np.ndarray, epsilon: float, criterion: str = "mean",
+             options: dict | None = None) -> tuple[float, np.ndarray]:
     """(LP*, optimal p as a J × B array): the least path-average (``mean``) or path-maximum
     (``max``) of Σ_b d(f_j, b)·p_j(b) over binned laws p_j that satisfy the ε-DP
-    constraints p_j(b) ≤ e^ε·p_{j±1}(b) between consecutive datasets."""
+    constraints p_j(b) ≤ e^ε·p_{j±1}(b) between consecutive datasets.  ``options``:
+    HiGHS options for ``linprog`` (e.g. tighter feasibility tolerances)."""
     nj, nb = dist.shape
     nv = nj * nb
     e = math.exp(epsilon)
@@ -189,7 +191,7 @@ def lp_bound(dist: np.ndarray, epsilon: float, criterion: str = "mean") -> tuple
     else:
         raise ValueError(criterion)
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.ones(nj),
-                  bounds=(0, None), method="highs")
+                  bounds=(0, None), method="highs", options=options)
     if res.status != 0:
         raise RuntimeError(f"LP failed: {res.message}")
     p = res.x[:nv].reshape(nj, nb) if extra == 0 else res.x[:-1].reshape(nj, nb)
