@@ -252,3 +252,19 @@ def test_last_double_finds_the_boundary_of_a_monotone_predicate(ways):
     # true everywhere: the upper end itself
     top = key_floats(last_double(lambda t: t <= hi, lo, hi, 2, ways=ways))
     np.testing.assert_array_equal(top, [hi, hi])
+
+
+def test_the_cli_names_the_declared_grid(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from cli_support import cli
+
+    pq.write_table(pa.table({"v": INTS}), tmp_path / "t.parquet")
+    args = ("release", str(tmp_path / "t.parquet"), "--column", "v", "--statistic", "median",
+            "--bounds", "0", "100", "--epsilon", "1", "--owner", "--seed", "4")
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr
+    assert "grid        lower + k·1 (public), permute-and-flip" in r.stdout
+    assert float(r.stdout.split()[1]) == round(float(r.stdout.split()[1]))  # on the grid
+    r = cli(*args, "--json")
+    assert json.loads(r.stdout)["parameters"]["base"] == "log-grid"

@@ -257,6 +257,10 @@ def summary_lines(release: Any, chosen: dict[str, Any] | None = None) -> list[tu
         words = MECHANISM_IN_WORDS.get(f"ratio_{params['method']}")
         mechanism = f"{words} [private_ratio, method {params['method']}]" if words else mechanism
     lines.append(("mechanism", mechanism))
+    if params.get("base") in ("grid", "log-grid") and "resolution" in params:
+        # the public grid (a given resolution or the column's declared type)
+        lines.append(("grid", f"lower + k·{_num(params['resolution'])} (public), "
+                              f"{params.get('sampler', 'permute-and-flip')}"))
     if "noise" in params:
         shape = f"{params['noise']} noise"
         if "gamma" in params:
