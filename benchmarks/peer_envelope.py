@@ -59,6 +59,11 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 ROOT = Path(__file__).resolve().parents[1]
+#: HiGHS' interior-point method: the simplex stalls for minutes on the ε = 0.25 domains
+METHOD = "highs-ipm"
+#: tables whose best peer errs by less than this are left out of the goal (an error that
+#: underflows, e.g. permute-and-flip on a column of equal rows, would make a ratio of 0/0)
+FLOOR = 1e-9
 
 
 def _lower_bound():
@@ -206,7 +211,7 @@ def envelope_lp(k: int, counts: list[tuple[int, ...]], pairs: np.ndarray, q: flo
     cost = np.zeros(nv + 1)
     cost[-1] = 1.0
     res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(n_rows), A_eq=a_eq, b_eq=np.ones(nx),
-                  bounds=[(0, None)] * nv + [(None, None)], method="highs")
+                  bounds=[(0, None)] * nv + [(None, None)], method=METHOD)
     if res.status != 0:
         raise RuntimeError(f"LP failed: {res.message}")
     p = res.x[:nv].reshape(nx, k)
@@ -254,7 +259,10 @@ def check_solution(p: np.ndarray, pairs: np.ndarray, eps: float) -> float:
 # --------------------------------------------------------------------------- one domain
 
 
-def run_domain(k: int, n_max: int, n_min: int, q: float, eps: float, relation: str) -> dict:
+def run_domain(k: int, n_max: int, n_min: int, q: float, eps: float, relation: str,
+               floor: float = FLOOR) -> dict:
+    """One programme; the goal's tables are those with n ≥ n_min whose best peer errs by at
+    least ``floor`` (fewer constraints can only lower t*: a bound above 1 stays one)."""
     t0 = time.perf_counter()
     counts = tables(k, n_max, relation)
     pairs = neighbour_pairs(counts, relation)
@@ -262,7 +270,7 @@ def run_domain(k: int, n_max: int, n_min: int, q: float, eps: float, relation: s
     peers = [name for name in errs if not name.startswith("default")]
     ours = next(name for name in errs if name.startswith("default"))
     stack = np.vstack([errs[name] for name in peers])
-    goal = np.isfinite(stack[0])
+    goal = np.isfinite(stack[0]) & (np.nan_to_num(stack.min(axis=0)) >= floor)
     best = np.full(len(counts), np.nan)
     best[goal] = stack[:, goal].min(axis=0)
     if np.any(best[goal] <= 0):
@@ -277,7 +285,8 @@ def run_domain(k: int, n_max: int, n_min: int, q: float, eps: float, relation: s
     binding = np.flatnonzero(goal & (lp_err / best >= t_star * (1 - 1e-6)))
     winners = {name: int(np.sum(goal & (errs[name] <= best))) for name in peers}
     return {
-        "k": k, "n_max": n_max, "n_min": n_min, "q": q, "epsilon": eps, "relation": relation,
+        "floor": floor, "k": k, "n_max": n_max, "n_min": n_min, "q": q, "epsilon": eps,
+        "relation": relation,
         "tables": len(counts), "goal_tables": int(goal.sum()), "pairs": int(len(pairs)),
         "t_star": t_star, "certified": float(cert), "violation": viol,
         "worst_ratio": ratios, "ours": ours, "peer_wins": winners,
@@ -297,15 +306,23 @@ def _ours_worst(counts, ours: np.ndarray, best: np.ndarray, stack: np.ndarray,
             "best": float(best[i]), "best_peer": peers[int(np.argmin(stack[:, i]))]}
 
 
-def domains(quick: bool) -> list[tuple[int, int, int, float, float, str]]:
-    """(k, N, n_min, q, ε, relation) per programme."""
+def domains(quick: bool) -> list[tuple]:
+    """(k, N, n_min, q, ε, relation, floor) per programme."""
     if quick:
-        return [(4, 8, 1, 0.5, 1.0, "add_remove")]
+        return [(4, 8, 1, 0.5, 1.0, "add_remove", FLOOR), (3, 12, 1, 0.5, 1.0, "add_remove", FLOOR)]
     out = []
     for eps in (0.25, 1.0):
         for q in (0.5, 0.9):
-            out += [(4, 8, 1, q, eps, "add_remove"), (8, 4, 1, q, eps, "add_remove"),
-                    (5, 6, 6, q, eps, "substitution")]
+            out += [(4, 8, 1, q, eps, "add_remove", FLOOR), (8, 4, 1, q, eps, "add_remove", FLOOR),
+                    (12, 3, 1, q, eps, "add_remove", FLOOR),
+                    (3, 20, 1, q, eps, "add_remove", FLOOR),
+                    (5, 6, 6, q, eps, "substitution", FLOOR)]
+    # the median on three values: every ε; more rows; only the larger tables; only the
+    # tables where the best peer errs by at least 0.05 of the range; substitution
+    out += [(3, 20, 1, 0.5, eps, "add_remove", FLOOR) for eps in (0.5, 2.0)]
+    out += [(4, 12, 1, 0.5, 1.0, "add_remove", FLOOR), (3, 30, 1, 0.5, 1.0, "add_remove", FLOOR),
+            (3, 30, 16, 0.5, 1.0, "add_remove", FLOOR), (3, 20, 1, 0.5, 1.0, "add_remove", 0.1),
+            (3, 20, 20, 0.5, 1.0, "substitution", FLOOR)]
     return out
 
 
@@ -335,39 +352,52 @@ def markdown(rows: list[dict], seconds: float, quick: bool) -> list[str]:
         "uniform-base exponential mechanism; their exact laws as in "
         "`benchmarks/lower_bound.py`.",
         "",
-        "| relation | ε | q | k | N | n_min | tables | t* | certified ≥ | default+res worst | "
-        "best peer's wins (tables) | each peer's worst ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| relation | ε | q | k | N | n_min | best ≥ | tables | t* | certified ≥ | "
+        "default+res worst | best peer's wins (tables) | each peer's worst ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         wr = r["worst_ratio"]
         peers = {k: v for k, v in wr.items() if not k.startswith("default")}
         lines.append(
             f"| {r['relation']} | {r['epsilon']:g} | {r['q']:g} | {r['k']} | {r['n_max']} | "
-            f"{r['n_min']} | {r['goal_tables']} | {r['t_star']:.4f} | {r['certified']:.4f} | "
+            f"{r['n_min']} | {r['floor']:g} | {r['goal_tables']} | {r['t_star']:.4f} | "
+            f"{r['certified']:.4f} | "
             f"{wr[r['ours']]:.3f} | "
             + ", ".join(f"{k.split('/')[0]} {v}" for k, v in r["peer_wins"].items())
             + " | " + ", ".join(f"{k.split('/')[0]} {_fmt(v)}" for k, v in peers.items())
             + " |")
     above = [r for r in rows if r["certified"] > 1]
     lines += ["", "## Reading", ""]
+
+    def names(rs):
+        return "; ".join(f"{r['relation']} ε = {r['epsilon']:g}, q = {r['q']:g}, k = {r['k']}, "
+                         f"N = {r['n_max']}, n ≥ {r['n_min']}"
+                         + (f", best ≥ {r['floor']:g}" if r["floor"] > FLOOR else "")
+                         + f": {r['certified']:.3f}" for r in rs)
+
     lines.append(
         f"- t* between {min(r['t_star'] for r in rows):.4f} and "
-        f"{max(r['t_star'] for r in rows):.4f}; certified > 1 in {len(above)} of {len(rows)} "
-        "programmes.")
+        f"{max(r['t_star'] for r in rows):.4f}; the certified bound exceeds 1 in {len(above)} "
+        f"of {len(rows)} programmes" + (f" ({names(above)})." if above else "."))
     if above:
         lines.append(
-            "- Where t* > 1, every ε-DP quantile release — the library's, any future one, one "
-            "that reads the data in any private way — is worse than the best of the peers by "
-            "at least that factor on some table of the domain.")
+            "- In each of those, every ε-DP quantile release — the library's, any future one, "
+            "one that spends part of ε on a private choice among mechanisms, one built for "
+            "this very domain — is worse than the best of the peers by at least that factor "
+            "on some table of the domain.  \"≤ 1× the best peer in every cell\" is therefore "
+            "not a property any mechanism has: where the cells of a benchmark can be any "
+            "tables of the relation, some cell breaks it.  It is not an artefact of tiny "
+            "errors: the bound stays above 1 when only the tables where the best peer errs by "
+            "at least 0.1 (a twentieth of the range) count, and when only the tables of 16 "
+            "rows or more do (rows above).")
     below = [r for r in rows if r["t_star"] < 1]
     if below:
         lines.append(
-            f"- Where t* < 1 ({len(below)} programmes), some ε-DP mechanism is at most t* × "
-            "the best peer on EVERY table of the domain: on these domains the goal \"≤ 1× the "
-            "best peer in every cell\" is not impossible, and no argument from the peers' "
-            "diversity alone can show it is.  The optimum is a mechanism built for the domain "
-            "(it knows the rows are integers of [0, k − 1]); it is a bound, not a recipe.")
+            f"- Where t* < 1 ({len(below)} programmes: mostly few rows spread over more values, "
+            "and ε = 0.25), some ε-DP mechanism is below the best peer on every table of "
+            "that domain; it is built for the domain (it knows the rows are integers of "
+            "[0, k − 1]), a bound rather than a recipe.")
     ours_ratio = [r["worst_ratio"][r["ours"]] for r in rows]
     lines.append(
         f"- The library's default on a declared integer column has worst ratio "
@@ -379,9 +409,9 @@ def markdown(rows: list[dict], seconds: float, quick: bool) -> list[str]:
     lines.append(
         "- Each peer's own worst ratio to the best of the peers (last column): each peer "
         "configuration is best somewhere and far worse elsewhere.")
-    lines += ["", "## Binding tables (the LP's optimum; up to 3 per programme) and the default's worst", "",
-              "| relation | ε | q | k | N | counts per value | n | LP error | best peer | its error "
-              "| default+res |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "## Binding tables (the LP's optimum; up to 3 per programme)", "",
+              "| relation | ε | q | k | N | counts per value | n | LP error | best peer | "
+              "its error | default+res |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         for b in r["binding"][:3]:
             lines.append(f"| {r['relation']} | {r['epsilon']:g} | {r['q']:g} | {r['k']} | "
@@ -407,8 +437,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for dom in domains(args.quick):
         r = run_domain(*dom)
-        print(f"{dom}: t* = {r['t_star']:.4f} (certified {r['certified']:.4f}), "
-              f"ours {r['worst_ratio'][r['ours']]:.3f}, {r['seconds']:.1f} s", flush=True)
+        print(f"{dom}: {r['goal_tables']} tables, t* = {r['t_star']:.4f} "
+              f"(certified {r['certified']:.4f}), ours {r['worst_ratio'][r['ours']]:.3f}, "
+              f"{r['seconds']:.1f} s", flush=True)
         rows.append(r)
     seconds = time.perf_counter() - t0
     out = Path(args.out)
