@@ -1,12 +1,12 @@
 """Can any ε-DP quantile release be at most the best peer's error on every dataset?
 
 The accuracy goal "≤ 1× the best peer configuration in every cell" (README, "Which
-mechanism when") asks of the default, at every dataset, at most the smallest error
-among OpenDP's grids (1,001 and 4,001 points and the natural grid, permute-and-flip)
-and Tumult's (or diffprivlib's) exponential mechanism.  That is a property of a
-mechanism, so it can be decided exactly on a finite domain: the public bounds
-[0, k − 1] with the rows on its integers (every table of at most N rows under add/remove; every table of exactly N rows under
-substitution), and the linear programme over EVERY ε-DP mechanism
+mechanism when") asks of the default, at every dataset, at most the smallest error among
+OpenDP's grids (1,001 and 4,001 points and the natural grid, permute-and-flip) and
+Tumult's (or diffprivlib's) exponential mechanism. That is a property of a mechanism, so
+it can be decided exactly on a finite domain: the public bounds [0, k − 1] with the rows
+on its integers (every table of at most N rows under add/remove; every table of exactly
+N rows under substitution), and the linear programme over EVERY ε-DP mechanism
 
     t* = min t  s.t.  Σ_v |v − f(x)|·p_x(v) ≤ t·best(x)   for every table x with n ≥ n_min,
                       p_x(v) ≤ e^ε·p_x'(v)                 for every pair of neighbours x, x',
