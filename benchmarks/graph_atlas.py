@@ -86,11 +86,15 @@ maximum ratio over the classes.  The smooth default itself, post-processed by R,
 feasible, so t* ≤ 1 against the projected reference; and since the unprojected w is
 larger, t*(unprojected) ≤ t*(projected).
 
-``--quick``: v ≤ 5 (seconds).  Full: v = 4, 5, 6, every ε, both references (about 7
-minutes on the shared 2-core machine).  ``--v7`` then adds v = 7 (1044 classes, 6558
-adjacent pairs) at ε = 1 against the released error only: each of its LPs is 20–60×
-the size of v = 6's (up to 1.0 million DP rows × 83 thousand columns for 2-stars on
-the attained values), solved by HiGHS' interior point method without its crossover.
+``--quick``: v ≤ 5 (2 s).  Full: v = 4, 5, 6, every ε, both references (373 s on the
+shared 2-core machine, peak RSS 0.3 GB; the v = 6 2-star LPs at ε = 2 take 100 s each,
+the dual simplex being needed to narrow the bracket).  ``--v7`` then adds v = 7 (1044
+classes, 6558 adjacent pairs) at ε = 1 against the released error only: each full LP
+is 20–60× the size of v = 6's (up to 1.0 million DP rows × 83 thousand columns for
+2-stars on the attained values).  It solves, for both statistics, the LP over the 156 classes
+with an isolated vertex (a relaxation: a certified lower bound on t*(7), about 30 s
+each) and, for triangles only, the full LP by HiGHS' interior point method without its
+crossover (about 3 minutes); the full 2-star LP did not finish in 30 minutes.
 """
 
 from __future__ import annotations
@@ -133,7 +137,10 @@ HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_toleran
 TRIES = (("highs-ipm", 1e-9, {}), ("highs-ipm", 1e-10, {}), ("highs-ds", 1e-10, {}))
 #: v = 7 (``--v7``): the interior point solution itself (its crossover to a basis took
 #: longer than the solve and ended "imprecise" on the triangle LP); the bracket is
-#: whatever the certificate and the repair give
+#: whatever the certificate and the repair give.  Triangles only: the 2-star LP (1044
+#: classes × 79 outputs, 1.04 million DP rows) did not finish in 30 minutes, even at a
+#: relative gap of 1e-6 (its iterations slow to ~50 s each)
+V7_FULL = ("triangles",)
 V7_TRIES = (("highs-ipm", 1e-9, {"run_crossover": "off"}),)
 BRACKET_TOL = 1e-7
 #: a wider bracket than this after every try fails the run
@@ -224,6 +231,18 @@ def atlas_classes(v: int) -> GraphSet:
                     pairs.add((min(k, found[0]), max(k, found[0])))
     return GraphSet(v, graphs, [f"G{i}" for i in index],
                     np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2), False)
+
+
+def with_isolated_vertex(gs: GraphSet) -> GraphSet:
+    """The classes of ``gs`` with an isolated vertex (for v = 7: the 156 graphs on 6
+    vertices plus one isolated vertex) and the pairs among them.  Its LP is a relaxation
+    of the LP over all of ``gs`` (fewer error rows and DP rows), so its value — and its
+    certified ``lower`` — is a lower bound on t* for all graphs of v vertices."""
+    keep = [k for k, G in enumerate(gs.graphs) if min(d for _, d in G.degree()) == 0]
+    index = {k: i for i, k in enumerate(keep)}
+    pairs = [(index[a], index[b]) for a, b in gs.pairs.tolist() if a in index and b in index]
+    return GraphSet(gs.v, [gs.graphs[k] for k in keep], [gs.names[k] for k in keep],
+                    np.array(pairs, dtype=np.int64).reshape(-1, 2), False)
 
 
 def labelled_graphs(v: int) -> GraphSet:
@@ -498,12 +517,13 @@ def solve_cell(gs: GraphSet, vals: dict, statistic: str, eps: float, reference: 
 
 
 def run(vs, eps_list, references=REFERENCES, statistics=STATISTICS, log=print,
-        **cell) -> list[dict]:
-    """Every (v, statistic, ε, reference) cell; ``cell``: passed to :func:`solve_cell`."""
+        subset: bool = False, **cell) -> list[dict]:
+    """Every (v, statistic, ε, reference) cell; ``cell``: passed to :func:`solve_cell`;
+    ``subset``: on :func:`with_isolated_vertex` of the classes (a lower bound)."""
     rows = []
     for v in vs:
         t0 = time.time()
-        gs = atlas_classes(v)
+        gs = with_isolated_vertex(atlas_classes(v)) if subset else atlas_classes(v)
         build = time.time() - t0
         for stat in statistics:
             t1 = time.time()
@@ -511,12 +531,14 @@ def run(vs, eps_list, references=REFERENCES, statistics=STATISTICS, log=print,
             wsec = time.time() - t1
             for eps in eps_list:
                 row = {"v": v, "statistic": stat, "epsilon": eps, "classes": len(gs.graphs),
+                       **({"subset": "isolated vertex"} if subset else {}),
                        "pairs": int(gs.pairs.shape[0]), "classes_seconds": round(build, 2),
                        "weights_seconds": round(wsec, 2), "F": max_value(stat, v)}
                 for ref in references:
                     row[ref] = solve_cell(gs, vals, stat, eps, ref, **cell)
                     c = row[ref]
-                    log(f"v={v} {stat} ε={eps} {ref}: t* = {c['t']:.6f} "
+                    log(f"v={v}{' (isolated-vertex subset)' if subset else ''} {stat} "
+                        f"ε={eps} {ref}: t* = {c['t']:.6f} "
                         f"[{c['lower']:.9f}, {c['upper']:.9f}] ({c['seconds']} s, "
                         f"{c['rows']} rows)", flush=True)
                 rows.append(row)
@@ -608,17 +630,27 @@ def render(summary: dict, out: Path) -> None:
     ]
     for r in rows:
         p, u = r["projected"], r.get("unprojected")
+        mark = "‡" if r.get("subset") else "†" if r.get("partial") else ""
+        tval = f"≥ {p['lower']:.4f}" if r.get("subset") else f"**{p['t']:.4f}**"
         lines.append(
-            f"| {r['v']}{'†' if r.get('partial') else ''} | {r['classes']} | {r['pairs']} | "
-            f"{r['statistic']} | {r['F']} | {r['epsilon']} | **{p['t']:.4f}** | "
+            f"| {r['v']}{mark} | {r['classes']} | {r['pairs']} | "
+            f"{r['statistic']} | {r['F']} | {r['epsilon']} | {tval} | "
             f"{p['lower']:.9f} | {p['upper']:.9f} | {_fmt(u and u['t'], '.4f')} | "
             f"{p['laplace_max_ratio']:.3g} | "
             f"{p['seconds'] + (u['seconds'] if u else 0):.1f} |")
-    if extra:
+    if any(r.get("subset") for r in extra):
+        lines += ["", "‡ `--v7`: v = 7 at ε = 1 against the released error, the LP over "
+                  "the classes with an isolated vertex only (the 156 graphs on 6 vertices "
+                  "plus an isolated one, their weights those of 7 public vertices) and the "
+                  "pairs among them: a relaxation of the LP over all 1044 classes, so its "
+                  "certified `lower` is a lower bound on t* for all graphs of 7 vertices "
+                  "(not t* itself; its `upper` bounds only the subset's value)."]
+    if any(not r.get("subset") for r in extra):
         lines += ["", "† `--v7`: v = 7 at ε = 1 against the released error only (each LP "
                   "is 20–60× the v = 6 one), outputs on the attained values, HiGHS's "
                   "interior point solution without its crossover; the bracket is as "
-                  "certified, whatever its width."]
+                  "certified, whatever its width.  Its dual weights (below) are an "
+                  "interior point's, spread thinly over many classes, not a vertex's."]
     # binding graphs
     lines += ["", f"## Binding graphs at ε = {GOAL_EPSILON} (released reference)", "",
               "The classes carrying the LP's dual weight on the error rows (the "
@@ -628,7 +660,7 @@ def render(summary: dict, out: Path) -> None:
               "`ratio` = the optimal mechanism's error ÷ w there (= t* on binding "
               "classes); `G<i>` = networkx's `graph_atlas(i)`.", ""]
     for r in rows:
-        if r["epsilon"] != GOAL_EPSILON:
+        if r["epsilon"] != GOAL_EPSILON or r.get("subset"):
             continue
         p = r["projected"]
         lines += [f"**v = {r['v']}, {r['statistic']}** (t* = {p['t']:.4f}; "
@@ -644,14 +676,17 @@ def render(summary: dict, out: Path) -> None:
         lines.append("")
     # reading
     at = [r for r in rows if r["epsilon"] == GOAL_EPSILON]
-    above = [r for r in at if r["projected"]["lower"] > GOAL]
-    below = [r for r in at if r["projected"]["upper"] <= GOAL]
+    full = {(r["v"], r["statistic"]) for r in at if not r.get("subset")}
+    above = [r for r in at if r["projected"]["lower"] > GOAL
+             and not (r.get("subset") and (r["v"], r["statistic"]) in full)]
+    below = [r for r in at if r["projected"]["upper"] <= GOAL and not r.get("subset")]
     lines += ["## Reading", ""]
     text = []
     if above:
         text.append(
             f"At ε = {GOAL_EPSILON} the certified lower bound exceeds {GOAL} for "
-            + ", ".join(f"v = {r['v']} {r['statistic']} ({r['projected']['lower']:.4f})"
+            + ", ".join(f"v = {r['v']} {r['statistic']} ({r['projected']['lower']:.4f}"
+                        + (", on the isolated-vertex subset" if r.get("subset") else "") + ")"
                         for r in above)
             + f": for those v and statistics NO ε-DP mechanism has error ≤ {GOAL}× the "
             "library's released smooth error on every graph of v vertices, so the "
@@ -674,11 +709,16 @@ def render(summary: dict, out: Path) -> None:
             + ": there the LP's own mechanism (a table over isomorphism classes) is "
             f"≤ {GOAL}× the released smooth error on every graph of that v; this says "
             "nothing about larger graphs.")
+    others = [r for r in rows if r["epsilon"] != GOAL_EPSILON and r["projected"]["lower"] > GOAL]
+    if others:
+        text.append("At other ε the certified lower bound exceeds " + str(GOAL) + " for "
+                    + ", ".join(f"v = {r['v']} {r['statistic']} ε = {r['epsilon']} "
+                                f"({r['projected']['lower']:.4f})" for r in others) + ".")
     lines.append("  ".join(text))
 
     def by_v(e, stat):
-        cell = sorted((r for r in rows if r["epsilon"] == e and r["statistic"] == stat),
-                      key=lambda r: r["v"])
+        cell = sorted((r for r in rows if r["epsilon"] == e and r["statistic"] == stat
+                       and not r.get("subset")), key=lambda r: r["v"])
         return (f"{stat} " + ", ".join(f"{r['projected']['t']:.3f}" for r in cell)
                 + f" (v = {', '.join(str(r['v']) for r in cell)})")
 
@@ -689,7 +729,8 @@ def render(summary: dict, out: Path) -> None:
               "ratio to the released smooth error (and the class where it is largest) is "
               + ", ".join(f"v = {r['v']} {r['statistic']} "
                           f"{r['projected']['laplace_max_ratio']:.2f} "
-                          f"({r['projected']['laplace_argmax']})" for r in at) + "."]
+                          f"({r['projected']['laplace_argmax']})" for r in at
+                          if not r.get("subset")) + "."]
     (out / "graph_atlas.md").write_text("\n".join(lines) + "\n")
     _plot(rows, out / "graph_atlas.png")
 
@@ -703,13 +744,19 @@ def _plot(rows: list[dict], path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
     for ax, stat in zip(axes, STATISTICS, strict=True):
         for i, eps in enumerate(sorted({r["epsilon"] for r in rows})):
-            cell = sorted((r for r in rows if r["statistic"] == stat and r["epsilon"] == eps),
-                          key=lambda r: r["v"])
+            cell = sorted((r for r in rows if r["statistic"] == stat and r["epsilon"] == eps
+                           and not r.get("subset")), key=lambda r: r["v"])
             ax.plot([r["v"] for r in cell], [r["projected"]["t"] for r in cell], "o-",
                     color=f"C{i}", label=f"ε = {eps}, released")
             un = [r for r in cell if "unprojected" in r]
             ax.plot([r["v"] for r in un], [r["unprojected"]["t"] for r in un], "s--",
                     color=f"C{i}", alpha=0.6, label=f"ε = {eps}, unprojected")
+            sub = [r for r in rows if r["statistic"] == stat and r["epsilon"] == eps
+                   and r.get("subset")]
+            if sub:
+                ax.plot([r["v"] for r in sub], [r["projected"]["lower"] for r in sub], "^",
+                        color=f"C{i}", ms=9, mfc="none",
+                        label=f"ε = {eps}, released, lower bound (subset)")
         ax.axhline(GOAL, color="red", lw=0.8, ls=":", label="goal 0.5")
         ax.set_title("triangles" if stat == "triangles" else "2-stars")
         ax.set_xlabel("vertices v (all graphs)")
@@ -740,14 +787,16 @@ def main(argv: list[str] | None = None) -> int:
         summary = json.loads(path.read_text())
         stats = tuple(args.v7) or STATISTICS
         t0 = time.time()
-        rows = run((7,), (GOAL_EPSILON,), ("projected",), stats, tries_spec=V7_TRIES,
-                   attained=True, bracket_fail=None)
+        rows = run((7,), (GOAL_EPSILON,), ("projected",), stats, subset=True)
+        full = tuple(s for s in stats if s in V7_FULL)
+        rows += run((7,), (GOAL_EPSILON,), ("projected",), full, tries_spec=V7_TRIES,
+                    attained=True, bracket_fail=None)
         for r in rows:
             r["partial"] = True
         summary["rows"] = [r for r in summary["rows"]
                            if not (r["v"] == 7 and r["statistic"] in stats)] + rows
         summary["v7"] = {"seconds": round(time.time() - t0, 1), "statistics": list(stats),
-                         "tries": [list(t) for t in V7_TRIES]}
+                         "full": list(full), "tries": [list(t) for t in V7_TRIES]}
     else:
         vs = args.vertices or ((4, 5) if args.quick else (4, 5, 6))
         t0 = time.time()

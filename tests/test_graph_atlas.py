@@ -231,3 +231,23 @@ def test_attained_values_are_as_good_a_support_as_zero_to_f(ga, statistic):
     # and a support that misses an attained value is a restriction that can cost
     fewer = ga.solve(f, w, gs.pairs, eps, support=np.unique(f)[::2])
     assert fewer.t > full.t * (1 + 1e-6)
+
+
+def test_the_isolated_vertex_subset_is_a_relaxation(ga):
+    """The classes of v = 5 with an isolated vertex are the 11 graphs of 4 vertices with
+    their 14 adjacent pairs; its LP (weights at 5 public vertices) is ≤ the full t*."""
+    eps = 1.0
+    full = ga.atlas_classes(5)
+    sub = ga.with_isolated_vertex(full)
+    small = ga.atlas_classes(4)
+    assert len(sub.graphs) == 11 and sub.pairs.shape == small.pairs.shape
+    match = []
+    for G in sub.graphs:  # drop one isolated vertex: a graph on 4 vertices
+        H = G.copy()
+        H.remove_node(next(n for n in G if G.degree(n) == 0))
+        match.append(next(k for k, K in enumerate(small.graphs) if nx.is_isomorphic(H, K)))
+    assert sorted(match) == list(range(11))
+    for statistic in ("triangles", "kstars"):
+        _, _, s = _cell(ga, sub, statistic, eps)
+        _, _, t = _cell(ga, full, statistic, eps)
+        assert 0.1 < s.t <= t.t * (1 + 1e-7)
