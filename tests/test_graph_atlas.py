@@ -124,10 +124,9 @@ def test_solution_is_dp_on_every_labelled_toggle_and_certified(ga):
 
 
 def test_certificate_is_a_lower_bound_for_any_multipliers(ga):
-    """``certify`` is valid for any nonnegative multipliers (weak duality): perturbed
-    multipliers give a smaller bound, never one above t*; and a wrong e^ε (too small) is
-    caught by giving a bound that is not ≤ the t* of the true e^ε's LP — so the test can
-    fail if certify used the multipliers wrongly."""
+    """``certify`` is valid for any nonnegative multipliers (weak duality): HiGHS's give
+    t* to 1e-7; randomly perturbed ones, and those of another ε's LP, give bounds that
+    are never above t* (a sign or coefficient error in certify would overshoot)."""
     eps = 1.0
     gs = ga.atlas_classes(5)
     f, w, sol = _cell(ga, gs, "triangles", eps)
@@ -140,9 +139,7 @@ def test_certificate_is_a_lower_bound_for_any_multipliers(ga):
                                  "dual_err": sol.dual_err * rng.uniform(0.5, 1.5,
                                                                         sol.dual_err.size)})
         assert float(ga.certify(noisy, f, w, gs.pairs, eps)) <= sol.t + 1e-12
-    # the multipliers of the ε = 2 LP certify nothing above t*(ε = 1)... they are
-    # multipliers for other constraints; checked with the ε = 1 coefficients they still
-    # give a valid (weaker) bound
+    # the ε = 2 LP's multipliers, used with the ε = 1 coefficients: valid, weaker
     _, _, sol2 = _cell(ga, gs, "triangles", 2.0)
     assert float(ga.certify(sol2, f, w, gs.pairs, eps)) <= sol.t + 1e-12
 
