@@ -144,6 +144,34 @@ def test_certificate_is_a_lower_bound_for_any_multipliers(ga):
     assert float(ga.certify(sol2, f, w, gs.pairs, eps)) <= sol.t + 1e-12
 
 
+def test_certificate_equals_the_weak_duality_formula_for_random_multipliers(ga):
+    """``certify`` against the formula written out here with numpy: for multipliers λ ≥ 0
+    (error rows) and μ ≥ 0 (DP rows p_a − e^ε p_b, then p_b − e^ε p_a, pair-major,
+    output-minor), lower = Σ_A min_k g_{A,k} / Σλ with g = λ_A·|k − f_A|/w_A + the DP
+    rows' coefficients.  Random multipliers, so every coefficient and sign matters."""
+    eps = 1.0
+    gs = ga.atlas_classes(4)
+    f, w, sol = _cell(ga, gs, "kstars", eps)
+    n, k = sol.p.shape
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        lam = rng.uniform(0, 1, n)
+        mu = rng.uniform(0, 0.3, 2 * gs.pairs.shape[0] * k)
+        e = math.exp(eps)
+        g = lam[:, None] * np.abs(np.arange(k)[None, :] - f[:, None]) / w[:, None]
+        r = gs.pairs.shape[0] * k
+        for idx, m in enumerate(mu):
+            (a, b), j = gs.pairs[(idx % r) // k], idx % k
+            if idx >= r:
+                a, b = b, a
+            g[a, j] += m
+            g[b, j] -= e * m
+        expected = g.min(axis=1).sum() / lam.sum()
+        trial = ga.LPSolution(**{**sol.__dict__, "dual_err": lam, "dual_dp": mu})
+        assert float(ga.certify(trial, f, w, gs.pairs, eps)) == pytest.approx(
+            expected, rel=1e-9, abs=1e-12)
+
+
 @pytest.mark.parametrize("v", [4, 5])
 @pytest.mark.parametrize("statistic", ["triangles", "kstars"])
 def test_smooth_default_is_feasible_so_t_star_is_at_most_one(ga, v, statistic):
