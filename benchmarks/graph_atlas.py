@@ -564,8 +564,8 @@ def render(summary: dict, out: Path) -> None:
         f"references: {summary['seconds']} s on the shared 2-core machine"
         + (f"; `--v7`: {summary['v7']['seconds']} s" if summary.get("v7") else "")
         + ").  Edge privacy: one vertex pair toggled, the vertex set public.  The question "
-        "(issue 15): is an ε-DP mechanism with error ≤ 0.5× the library's smooth default "
-        "on every graph possible?",
+        "(the graph goal in the README's \"Which mechanism when\"): is an ε-DP mechanism "
+        "with error ≤ 0.5× the library's smooth default on every graph possible?",
         "",
         "t* = min over every ε-DP mechanism M on graphs of v vertices of max over those "
         "graphs G of E|M(G) − f(G)| / w(G), w(G) = the smooth default's exact expected "
@@ -690,7 +690,7 @@ def render(summary: dict, out: Path) -> None:
                         for r in above)
             + f": for those v and statistics NO ε-DP mechanism has error ≤ {GOAL}× the "
             "library's released smooth error on every graph of v vertices, so the "
-            "\"every graph\" goal of issue 15 cannot be met there.")
+            "\"every graph\" goal cannot be met there.")
         un = [r for r in above if "unprojected" in r]
         if un:
             over = [r for r in un if r["unprojected"]["lower"] > GOAL]
