@@ -212,7 +212,7 @@ def lp_bound(dist: np.ndarray, epsilon: float, criterion: str = "mean",
 METHOD = "highs-ipm"
 #: HiGHS options: tighter feasibility tolerances than its defaults (1e-7)
 HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9}
-#: the checks on the repaired laws (module docstring), and on HiGHS' laws as returned
+#: the checks on the repaired laws (``verify``), and on HiGHS' laws as returned
 SUM_TOL, NEG_TOL, DP_REL_TOL = 1e-9, 1e-12, 1e-9
 #: the repaired mechanism's DP margin: p_A ≤ e^ε·(1 − REPAIR_MARGIN)·p_B
 REPAIR_MARGIN = 1e-12
@@ -232,23 +232,26 @@ class LPSolution:
 
 
 def distances(f, w, support) -> np.ndarray:
-    """d_{A,k} = |y_k − f_A| / w_A."""
+    """d_{A,k} = |y_k − f_A| / w_A; w_A = ∞ leaves A without an error constraint (its row
+    reads 0 ≤ t): a dataset that only carries privacy constraints."""
     f = np.asarray(f, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
     return np.abs(np.asarray(support, np.float64)[None, :] - f[:, None]) / w[:, None]
 
 
 def solve(f, w, pairs, eps: float, support=None, options: dict | None = None,
-          method: str = METHOD) -> LPSolution:
+          method: str = METHOD, scale: float | None = None) -> LPSolution:
     """t* = min t over laws p_A on ``support`` (default 0..max f) with Σ_k d_{A,k} p_A(k)
-    ≤ t for every A and p_a(k) ≤ e^ε p_b(k), p_b(k) ≤ e^ε p_a(k) for every pair (a, b)."""
+    ≤ t for every A and p_a(k) ≤ e^ε p_b(k), p_b(k) ≤ e^ε p_a(k) for every pair (a, b).
+    ``scale``: the unit of the distances in the LP (default the largest of them)."""
     t0 = time.time()
     f = np.asarray(f, dtype=np.float64)
     support = (np.arange(int(f.max()) + 1, dtype=np.float64) if support is None
                else np.asarray(support, dtype=np.float64))
     d = distances(f, w, support)
     n, k = d.shape
-    scale = float(d.max()) or 1.0  # the LP in units of the largest distance
+    if scale is None:  # the LP in units of the largest distance
+        scale = float(d.max()) or 1.0
     nv = n * k + 1
     e = math.exp(eps)
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
@@ -293,7 +296,7 @@ def _dp_excess(p: np.ndarray, pairs: np.ndarray, factor: float) -> np.ndarray:
 
 
 def verify(sol: LPSolution, f, w, pairs, eps: float) -> dict:
-    """Checks (1) and (2) of the module docstring.
+    """Checks (1) and (2) of graph_atlas.py's module docstring.
 
     (1) HiGHS' laws as returned: their deviations (sums from 1, the least mass, the
     largest DP excess p_a − e^ε·p_b, the gap between their largest ratio and t*) are
@@ -339,11 +342,15 @@ def verify(sol: LPSolution, f, w, pairs, eps: float) -> dict:
 
 
 def certify(sol: LPSolution, f, w, pairs, eps: float) -> Fraction:
-    """``lower``: the exact rational lower bound on t* from the multipliers (module
-    docstring, check (3)).  Entries of g not touched by a nonzero multiplier are 0."""
+    """``lower``: the exact rational lower bound on t* from the multipliers (weak duality:
+    graph_atlas.py's module docstring, check (3); docs/formulas.md).  Entries of g not
+    touched by a nonzero multiplier are 0."""
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     e_up = Fraction(math.nextafter(math.nextafter(math.exp(eps), math.inf), math.inf))
-    lam = np.clip(sol.dual_err, 0.0, None)
+    # any nonnegative multipliers give a bound: those of rows without an error
+    # constraint (w = ∞, distances 0) are dropped
+    lam = np.where(np.isfinite(np.asarray(w, dtype=np.float64)),
+                   np.clip(sol.dual_err, 0.0, None), 0.0)
     mu = np.clip(sol.dual_dp, 0.0, None)
     k = sol.support.size
     g: dict[tuple[int, int], Fraction] = {}

@@ -29,7 +29,8 @@ point of the programme with the same or smaller errors.
 
 Certificate: for any y ≥ 0 on the error rows with Σ y = 1 and any y ≥ 0 on the DP rows,
 weak duality gives t ≥ Σ_x min_v (Aᵀy)_{x,v} for every feasible point (A the rows'
-coefficients, t's coefficient removed).  ``certify`` evaluates this bound from HiGHS'
+coefficients, t's coefficient removed).  The programme is ``lower_bound.solve`` (shared
+with ``graph_atlas.py``); ``lower_bound.certify`` evaluates this bound from HiGHS'
 duals in exact rational arithmetic with e^ε rounded up (a relaxation: the bound stays
 valid for the true e^ε), so the reported lower bound does not rest on the solver's
 tolerances; only best(x), computed in floating point (relative error ~1e-12, the
@@ -51,16 +52,11 @@ import json
 import math
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-from scipy import sparse
-from scipy.optimize import linprog
 
 ROOT = Path(__file__).resolve().parents[1]
-#: HiGHS' interior-point method: the simplex stalls for minutes on the ε = 0.25 domains
-METHOD = "highs-ipm"
 #: tables whose best peer errs by less than this are left out of the goal (an error that
 #: underflows, e.g. permute-and-flip on a column of equal rows, would make a ratio of 0/0)
 FLOOR = 1e-9
@@ -126,11 +122,17 @@ def truth(rows: np.ndarray, q: float) -> float:
     return float(rows[m - 1])
 
 
+def table_truths(counts: list[tuple[int, ...]], q: float) -> np.ndarray:
+    """f at every table of the domain (NaN on the empty table)."""
+    values = np.arange(len(counts[0]), dtype=np.float64)
+    return np.array([truth(np.repeat(values, c), q) if sum(c) else np.nan for c in counts])
+
+
 # --------------------------------------------------------------------------- the errors
 
 
-def errors(k: int, counts: list[tuple[int, ...]], q: float, eps: float, relation: str,
-           n_min: int) -> dict[str, np.ndarray]:
+def errors(k: int, counts: list[tuple[int, ...]], truths: np.ndarray, q: float, eps: float,
+           relation: str, n_min: int) -> dict[str, np.ndarray]:
     """name → exact expected absolute error at every table with n ≥ n_min (NaN elsewhere):
     the peers of the relation and the library's default on a declared integer column."""
     from instancedp.mechanisms.quantile import ExponentialQuantile, score_sensitivity
@@ -160,8 +162,7 @@ def errors(k: int, counts: list[tuple[int, ...]], q: float, eps: float, relation
         n = sum(c)
         if n < max(1, n_min):
             continue
-        rows = np.repeat(values, c)
-        f = truth(rows, q)
+        rows, f = np.repeat(values, c), truths[i]
         out[names[0]][i] = lb.continuous_error(uniform, rows, f)
         for g, cand in grids.items():
             out[f"opendp-{g}/{tag}"][i] = lb.grid_pf_error(rows, cand, q, eps, delta, f)
@@ -173,87 +174,24 @@ def errors(k: int, counts: list[tuple[int, ...]], q: float, eps: float, relation
 # --------------------------------------------------------------------------- the LP
 
 
-def envelope_lp(k: int, counts: list[tuple[int, ...]], pairs: np.ndarray, q: float,
-                eps: float, best: np.ndarray):
-    """Build and solve the programme of the module docstring.  Returns (t*, p, rows), where
-    rows = (A_ub as CSR without t's column, the error rows' indices, HiGHS' ineq duals)."""
-    nx = len(counts)
-    nv = nx * k
-    values = np.arange(k, dtype=np.float64)
-    e = math.exp(eps)
-    # DP rows: p_a(v) − e^ε p_b(v) ≤ 0 and p_b(v) − e^ε p_a(v) ≤ 0
-    a = (pairs[:, 0][:, None] * k + np.arange(k)[None, :]).ravel()
-    b = (pairs[:, 1][:, None] * k + np.arange(k)[None, :]).ravel()
-    m = a.size
-    r = np.arange(2 * m)
-    dp_rows = np.concatenate((r[:m], r[:m], r[m:], r[m:]))
-    dp_cols = np.concatenate((a, b, b, a))
-    dp_vals = np.concatenate((np.ones(m), np.full(m, -e), np.ones(m), np.full(m, -e)))
-    # error rows: Σ_v |v − f(x)|/best(x)·p_x(v) − t ≤ 0
-    goal = np.flatnonzero(np.isfinite(best))
-    er, ec, ev = [], [], []
-    for j, i in enumerate(goal):
-        rows = np.repeat(values, counts[i])
-        f = truth(rows, q)
-        er.append(np.full(k, 2 * m + j))
-        ec.append(i * k + np.arange(k))
-        ev.append(np.abs(values - f) / best[i])
-    n_rows = 2 * m + goal.size
-    a_p = sparse.csr_matrix((np.concatenate((dp_vals, *ev)),
-                             (np.concatenate((dp_rows, *er)), np.concatenate((dp_cols, *ec)))),
-                            shape=(n_rows, nv))
-    t_col = sparse.csr_matrix((np.full(goal.size, -1.0), (2 * m + np.arange(goal.size),
-                                                          np.zeros(goal.size, dtype=int))),
-                              shape=(n_rows, 1))
-    a_ub = sparse.hstack((a_p, t_col), format="csr")
-    a_eq = sparse.hstack((sparse.kron(sparse.eye(nx), np.ones((1, k))),
-                          sparse.csr_matrix((nx, 1))), format="csr")
-    cost = np.zeros(nv + 1)
-    cost[-1] = 1.0
-    res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(n_rows), A_eq=a_eq, b_eq=np.ones(nx),
-                  bounds=[(0, None)] * nv + [(None, None)], method=METHOD)
-    if res.status != 0:
-        raise RuntimeError(f"LP failed: {res.message}")
-    p = res.x[:nv].reshape(nx, k)
-    return float(res.fun), p, (a_p, 2 * m, -res.ineqlin.marginals)
-
-
-def certify(a_p: sparse.csr_matrix, first_error_row: int, duals: np.ndarray, k: int,
-            eps: float) -> Fraction:
-    """A lower bound on t* from any duals, in exact rationals (module docstring): y = the
-    duals clipped at 0, scaled so the error rows' weights sum to 1; e^ε replaced by a
-    float at least e^ε (the relaxed programme's bound is a bound for the true one)."""
-    y = np.clip(duals, 0.0, None)
-    total = Fraction(0)
-    for v in y[first_error_row:]:
-        total += Fraction(float(v))
-    if total == 0:
-        return Fraction(0)
-    e_up = Fraction(math.nextafter(math.exp(eps), math.inf))
-    if Fraction(math.exp(eps)) >= e_up:  # exp is correctly rounded to within 1 ulp
-        raise AssertionError("e^ε rounding")
-    coo = a_p.tocoo()
-    col = {}
-    for r, c, v in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist(), strict=True):
-        w = y[r]
-        if w == 0.0:
-            continue
-        coef = -e_up if (r < first_error_row and v < 0) else Fraction(v)
-        col[c] = col.get(c, Fraction(0)) + Fraction(float(w)) * coef
-    nx = a_p.shape[1] // k
-    bound = Fraction(0)
-    for x in range(nx):
-        bound += min(col.get(x * k + v, Fraction(0)) for v in range(k))
-    return bound / total
+def envelope_lp(k: int, truths: np.ndarray, pairs: np.ndarray, eps: float, best: np.ndarray):
+    """The programme of the module docstring, by the shared minimax LP of
+    ``lower_bound.py`` (``solve``): laws on {0 … k − 1}, reference errors w = best (∞ where
+    a table is not in the goal: it carries privacy constraints only).  Returns (f, w, the
+    solution); ``lower_bound.certify(sol, f, w, pairs, eps)`` is its exact certificate."""
+    f = np.nan_to_num(truths)  # the empty table: no truth, no error row
+    w = np.where(np.isfinite(best), best, np.inf)
+    # the reference errors span 10⁻⁹ … 1, so the distances span 10⁰ … 10⁹: in units of the
+    # largest, or at HiGHS' tighter tolerances, the ε = 2 programme ends wrong or unsolved
+    sol = _lower_bound().solve(f, w, pairs, eps, support=np.arange(k, dtype=np.float64),
+                               options={}, scale=1.0)
+    return f, w, sol
 
 
 def check_solution(p: np.ndarray, pairs: np.ndarray, eps: float) -> float:
     """The largest violation of the laws' constraints (sum to 1, ≥ 0, the DP ratios)."""
-    e = math.exp(eps)
-    viol = max(float(np.abs(p.sum(axis=1) - 1).max()), float(-p.min()))
-    pa, pb = p[pairs[:, 0]], p[pairs[:, 1]]
-    viol = max(viol, float((pa - e * pb).max()), float((pb - e * pa).max()))
-    return viol
+    dp = _lower_bound()._dp_excess(p, pairs, math.exp(eps))
+    return max(float(np.abs(p.sum(axis=1) - 1).max()), float(-p.min()), float(dp.max()))
 
 
 # --------------------------------------------------------------------------- one domain
@@ -264,9 +202,11 @@ def run_domain(k: int, n_max: int, n_min: int, q: float, eps: float, relation: s
     """One programme; the goal's tables are those with n ≥ n_min whose best peer errs by at
     least ``floor`` (fewer constraints can only lower t*: a bound above 1 stays one)."""
     t0 = time.perf_counter()
+    lb = _lower_bound()
     counts = tables(k, n_max, relation)
     pairs = neighbour_pairs(counts, relation)
-    errs = errors(k, counts, q, eps, relation, n_min)
+    truths = table_truths(counts, q)
+    errs = errors(k, counts, truths, q, eps, relation, n_min)
     peers = [name for name in errs if not name.startswith("default")]
     ours = next(name for name in errs if name.startswith("default"))
     stack = np.vstack([errs[name] for name in peers])
@@ -275,14 +215,14 @@ def run_domain(k: int, n_max: int, n_min: int, q: float, eps: float, relation: s
     best[goal] = stack[:, goal].min(axis=0)
     if np.any(best[goal] <= 0):
         raise RuntimeError("a peer is exact on some table: the ratio is undefined")
-    t_star, p, (a_p, first, duals) = envelope_lp(k, counts, pairs, q, eps, best)
-    viol = check_solution(p, pairs, eps)
-    cert = certify(a_p, first, duals, k, eps)
+    f, w, sol = envelope_lp(k, truths, pairs, eps, best)
+    t_star = sol.t
+    viol = check_solution(sol.p, pairs, eps)
+    cert = lb.certify(sol, f, w, pairs, eps)
     ratios = {name: float(np.nanmax(errs[name] / best)) for name in errs}
     # which tables bind: the LP's ratio within 1e-6 of t*
-    lp_err = np.array([np.sum(np.abs(np.arange(k) - truth(np.repeat(np.arange(k), c), q)) * p[i])
-                       if goal[i] else np.nan for i, c in enumerate(counts)])
-    binding = np.flatnonzero(goal & (lp_err / best >= t_star * (1 - 1e-6)))
+    lp_ratio = (lb.distances(f, w, sol.support) * sol.p).sum(axis=1)
+    binding = np.flatnonzero(goal & (lp_ratio >= t_star * (1 - 1e-6)))
     winners = {name: int(np.sum(goal & (errs[name] <= best))) for name in peers}
     return {
         "floor": floor, "k": k, "n_max": n_max, "n_min": n_min, "q": q, "epsilon": eps,
@@ -291,7 +231,7 @@ def run_domain(k: int, n_max: int, n_min: int, q: float, eps: float, relation: s
         "t_star": t_star, "certified": float(cert), "violation": viol,
         "worst_ratio": ratios, "ours": ours, "peer_wins": winners,
         "binding": [{"counts": list(counts[i]), "n": int(sum(counts[i])),
-                     "lp": float(lp_err[i]), "best": float(best[i]),
+                     "lp": float(lp_ratio[i] * best[i]), "best": float(best[i]),
                      "best_peer": peers[int(np.argmin(stack[:, i]))],
                      "ours": float(errs[ours][i])} for i in binding[:6]],
         "ours_worst": _ours_worst(counts, errs[ours], best, stack, peers),

@@ -56,7 +56,8 @@ def test_lp_optimum_on_a_domain_solved_by_hand(pe, eps, bx, by):
     best = np.full(len(counts), np.nan)
     best[counts.index((1, 0))] = bx
     best[counts.index((0, 1))] = by
-    t_star, p, (a_p, first, duals) = pe.envelope_lp(2, counts, pairs, 0.5, eps, best)
+    f, w, sol = pe.envelope_lp(2, pe.table_truths(counts, 0.5), pairs, eps, best)
+    t_star, p = sol.t, sol.p
     e = math.exp(eps)
     if bx == by:
         expected = max(0.5 / e, 1 - e / 2, 0.0) / bx
@@ -67,7 +68,7 @@ def test_lp_optimum_on_a_domain_solved_by_hand(pe, eps, bx, by):
         expected = float(np.min(np.maximum(a / bx, c / by)))
     assert t_star == pytest.approx(expected, rel=1e-5)
     assert pe.check_solution(p, pairs, eps) < 1e-9
-    cert = float(pe.certify(a_p, first, duals, 2, eps))
+    cert = float(pe._lower_bound().certify(sol, f, w, pairs, eps))
     assert t_star * (1 - 1e-6) <= cert <= t_star * (1 + 1e-9)
 
 
@@ -88,7 +89,11 @@ def test_certificate_rejects_a_wrong_dual(pe):
     pairs = pe.neighbour_pairs(counts, "add_remove")
     rng = np.random.default_rng(3)
     best = np.where([sum(c) > 0 for c in counts], rng.uniform(0.5, 1.0, len(counts)), np.nan)
-    t_star, _, (a_p, first, duals) = pe.envelope_lp(3, counts, pairs, 0.5, 1.0, best)
+    f, w, sol = pe.envelope_lp(3, pe.table_truths(counts, 0.5), pairs, 1.0, best)
+    t_star, lb = sol.t, pe._lower_bound()
     for _ in range(5):
-        noisy = np.abs(duals + rng.normal(0, 0.05, duals.size))
-        assert float(pe.certify(a_p, first, noisy, 3, 1.0)) <= t_star * (1 + 1e-9)
+        noisy = lb.LPSolution(**{
+            **sol.__dict__,
+            "dual_err": np.abs(sol.dual_err + rng.normal(0, 0.05, sol.dual_err.size)),
+            "dual_dp": np.abs(sol.dual_dp + rng.normal(0, 0.05, sol.dual_dp.size))})
+        assert float(lb.certify(noisy, f, w, pairs, 1.0)) <= t_star * (1 + 1e-9)
