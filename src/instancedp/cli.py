@@ -167,6 +167,8 @@ MECHANISM_IN_WORDS: dict[str, str] = {
     "(McKenna and Sheldon 2020)",
     "tie_adaptive_quantile": "tie-adaptive quantile: a private tie count picks smooth "
     "sensitivity or the exponential mechanism",
+    "tail_choice_quantile": "tail choice: a private row count picks the bounded exponential "
+    "quantile or the bound-free bracket",
     "inverse_sensitivity": "inverse sensitivity mechanism (Asi and Duchi 2020)",
     "private_ratio": "private ratio a/b",
     "ratio_ksw": "private ratio a/b (Kulesza, Suresh and Wang 2024, Alg. 3)",
@@ -407,9 +409,10 @@ def release(
         typer.Option(
             help="A registered mechanism (its name in the record): exponential_quantile, "
             "smooth_sensitivity, propose_test_release, bounded_local_sensitivity, laplace, "
-            "gaussian, sum-count, tie_adaptive_quantile; for ratio ksw, naive; for a median "
-            "or quantile without --bounds unbounded_quantile (the default), loglog_quantile. "
-            "Short aliases: exponential, smooth, ptr, bounded-ls, tie-adaptive."
+            "gaussian, sum-count, tie_adaptive_quantile, tail_choice_quantile; for ratio ksw, "
+            "naive; for a median or quantile without --bounds unbounded_quantile (the "
+            "default), loglog_quantile. Short aliases: exponential, smooth, ptr, bounded-ls, "
+            "tie-adaptive, tail-choice."
         ),
     ] = None,
     noise: Annotated[

@@ -75,6 +75,7 @@ MECHANISMS: tuple[str, ...] = (
     "naive",
     "sum-count",
     "tie-adaptive",
+    "tail-choice",
 )
 #: mechanisms for several quantiles in one release (``statistic="quantiles"``);
 #: the short names map to registry keys ``<name>_quantiles``
@@ -429,7 +430,7 @@ def build_mechanism(
                       if statistic in ("median", "quantile") else ()),
         "mechanism",
     )
-    if resolution is not None and name != "exponential":
+    if resolution is not None and name not in ("exponential", "tail-choice"):
         raise ParameterError(
             f"resolution applies to mechanism 'exponential' only, not {name!r}",
             parameter="resolution",
@@ -517,6 +518,20 @@ def build_mechanism(
                 parameter="mechanism",
             )
         return M.TieAdaptiveQuantile(query, eps)
+    from .mechanisms.tail_choice import tail_choice_applies
+
+    if name == "tail-choice" or (chosen is None and name == "exponential" and bounds is not None
+                                 and tail_choice_applies(getattr(query, "q", 0.5), eps, rel)):
+        if statistic not in ("median", "quantile"):
+            raise ParameterError(
+                "mechanism 'tail-choice' applies to statistics 'median' and 'quantile' only",
+                parameter="mechanism",
+            )
+        # the default for a tail quantile under add/remove: a noisy row count (5 % of ε)
+        # picks the bound-free bracket on tables with few rows beyond the quantile, where
+        # the bounded release spreads over the empty stretch up to a loose bound
+        # (mechanisms/tail_choice.py; docs/results/tail_choice.md)
+        return M.TailChoiceQuantile(query, eps, resolution=resolution)
     if name == "exponential":
         if statistic not in ("median", "quantile"):
             raise ParameterError(

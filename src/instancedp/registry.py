@@ -88,6 +88,7 @@ ALIASES: dict[str, str] = {
     "bounded-ls": "bounded_local_sensitivity",
     "exponential": "exponential_quantile",
     "tie-adaptive": "tie_adaptive_quantile",
+    "tail-choice": "tail_choice_quantile",
 }
 
 
@@ -305,6 +306,7 @@ def _load_builtins() -> None:
     from .mechanisms.loglog import LogLogQuantile
     from .mechanisms.recursive_quantiles import RecursiveQuantiles
     from .mechanisms.sum_count import NoisySumOverCount
+    from .mechanisms.tail_choice import TailChoiceQuantile
     from .mechanisms.tie_adaptive import TieAdaptiveQuantile
     from .mechanisms.unbounded import UnboundedQuantile
     from .mechanisms.unbounded_quantiles import UnboundedQuantiles
@@ -447,6 +449,14 @@ def _load_builtins() -> None:
             TieAdaptiveQuantile,
             "a charged tie diagnostic picks smooth sensitivity or the exponential quantile; "
             "the choice is in the record (pure ε-DP; docs/mechanisms.md)",
+            ("median", "quantile"),
+        ),
+        Entry(
+            TailChoiceQuantile.name,
+            TailChoiceQuantile,
+            "a charged noisy row count picks the bounded exponential quantile or the "
+            "bound-free bracket (projected onto the bounds); the choice is in the record; "
+            "the default for a tail quantile under add/remove (pure ε-DP; docs/mechanisms.md)",
             ("median", "quantile"),
         ),
         Entry(

@@ -343,7 +343,7 @@ def out_of_core_mechanism(
 
         # the bound-free names are the registry's (the in-memory recipe takes the same)
         free = bound_free_keys(stat)
-        offered = ("exponential", "candidate_quantile", *free)
+        offered = ("exponential", "tail_choice_quantile", "candidate_quantile", *free)
         name = None if mechanism is None else short_name(mechanism)
         if name is not None and name not in {short_name(m) for m in offered}:
             raise ParameterError(
@@ -371,7 +371,8 @@ def out_of_core_mechanism(
         if bounds is None and name == "exponential":  # refused, naming bounds
             return build_mechanism(stat, epsilon, mechanism=name, quantile=quantile,
                                    neighbours=neighbours)
-        if bounds is not None and resolution is not None and name in (None, "exponential"):
+        if bounds is not None and resolution is not None and name in (
+                None, "exponential", "tail-choice"):
             # the in-memory recipe on the grid (log measure, permute-and-flip), from the
             # rows per grid point: one histogram on the grid's exact cells
             mech = build_mechanism(stat, epsilon, mechanism=name, bounds=bounds,
@@ -385,9 +386,10 @@ def out_of_core_mechanism(
         if bounds is None or resolution is not None or name == "candidate-quantile":
             query = build_query(stat, bounds=bounds, quantile=quantile, neighbours=neighbours)
             return CandidateQuantile(query, epsilon, resolution=resolution)
-        # the in-memory default (log base with atoms), drawn in stages from the order
-        # statistics
-        return build_mechanism(stat, epsilon, mechanism="exponential", bounds=bounds,
+        # the in-memory default (log base with atoms, drawn in stages from the order
+        # statistics; for a tail quantile under add/remove the tail choice, whose
+        # branches read a count, order statistics or the bound-free scan's cells)
+        return build_mechanism(stat, epsilon, mechanism=name, bounds=bounds,
                                quantile=quantile, neighbours=neighbours)
     if resolution is not None:
         raise ParameterError(
@@ -465,6 +467,7 @@ def release_from_source(
     from .mechanisms.global_noise import LaplaceMechanism
     from .mechanisms.ratio import PrivateRatio
     from .mechanisms.sum_count import NoisySumOverCount
+    from .mechanisms.tail_choice import BOUNDED, TailChoiceQuantile
     from .mechanisms.unbounded import UnboundedQuantile
     from .queries.counts import Count, Sum
     from .queries.means import Mean
@@ -475,23 +478,18 @@ def release_from_source(
     if isinstance(mechanism, PrivateRatio):
         state = _ratio_counts(source, column, missing, policy)
         return mechanism._record(mechanism._draw(state, rs, None), rs)
-    if staged_quantile(mechanism):
-        lo, hi = mechanism.lower, mechanism.upper
-        pieces = mechanism.pieces(
-            source.count(column, missing=missing),
-            lambda a, b: source.order_window(column, lo, hi, a, b, missing=missing),
-        )
-        return mechanism._record(mechanism._draw(pieces, rs), rs)
-    if isinstance(mechanism, UnboundedQuantile):
-        counts, clamped = unbounded_readers(source, column, [mechanism], missing)
-        return mechanism._record(mechanism.draw_from(counts, clamped, rs), rs)
-    if isinstance(mechanism, CandidateQuantile):
-        counts = source.histogram(column, mechanism.edges, missing=missing)
-        return mechanism._record(mechanism._draw(counts, rs, None), rs)
-    if grid_quantile(mechanism):
-        cells = mechanism.grid_edges()
-        weights = mechanism.weights_from_counts(source.histogram(column, cells, missing=missing))
-        return mechanism._record(mechanism._draw(weights, rs), rs)
+    if isinstance(mechanism, TailChoiceQuantile):
+        # the in-memory release's draws in its order: the count's noise, then the branch's
+        choice = mechanism.choose(source.count(column, missing=missing), rs)
+        if choice == BOUNDED:
+            value = _quantile_draw(mechanism.bounded, source, column, rs, missing)
+        else:
+            value = mechanism.project(_quantile_draw(mechanism.bracket, source, column, rs,
+                                                     missing))
+        return mechanism.record(value, choice, rs)
+    if isinstance(mechanism, UnboundedQuantile | CandidateQuantile) or staged_quantile(
+            mechanism) or grid_quantile(mechanism):
+        return mechanism._record(_quantile_draw(mechanism, source, column, rs, missing), rs)
     if isinstance(mechanism, NoisySumOverCount):
         n, total = source.count_and_sum(
             column, mechanism.lower, mechanism.upper, shift=True, missing=missing
@@ -523,6 +521,30 @@ def release_from_source(
     return mechanism._record(mechanism._draw(state, rs, None), rs)
 
 
+def _quantile_draw(mechanism: Any, source: Any, column: str | None, rs: Any,
+                   missing: Any) -> float:
+    """One draw of a single-quantile mechanism from ``source``'s aggregates (the draw of
+    its in-memory release)."""
+    from .mechanisms.unbounded import UnboundedQuantile
+
+    if staged_quantile(mechanism):
+        lo, hi = mechanism.lower, mechanism.upper
+        pieces = mechanism.pieces(
+            source.count(column, missing=missing),
+            lambda a, b: source.order_window(column, lo, hi, a, b, missing=missing),
+        )
+        return mechanism._draw(pieces, rs)
+    if isinstance(mechanism, UnboundedQuantile):
+        counts, clamped = unbounded_readers(source, column, [mechanism], missing)
+        return mechanism.draw_from(counts, clamped, rs)
+    if isinstance(mechanism, CandidateQuantile):
+        return mechanism._draw(source.histogram(column, mechanism.edges, missing=missing), rs,
+                               None)
+    cells = mechanism.grid_edges()  # grid_quantile
+    return mechanism._draw(
+        mechanism.weights_from_counts(source.histogram(column, cells, missing=missing)), rs)
+
+
 def serves_out_of_core(mechanism: Any) -> bool:
     """Whether :func:`release_from_source` releases ``mechanism`` (from a Source's
     aggregates, with the record of its in-memory release)."""
@@ -535,9 +557,12 @@ def serves_out_of_core(mechanism: Any) -> bool:
 
     if isinstance(mechanism, LaplaceMechanism) and type(mechanism.query) in (Count, Sum, Mean):
         return True
+    from .mechanisms.tail_choice import TailChoiceQuantile
+
     return staged_quantile(mechanism) or grid_quantile(mechanism) or sorted_query(
         mechanism) or isinstance(
-        mechanism, PrivateRatio | CandidateQuantile | NoisySumOverCount | UnboundedQuantile)
+        mechanism, PrivateRatio | CandidateQuantile | NoisySumOverCount | UnboundedQuantile
+        | TailChoiceQuantile)
 
 
 def staged_quantile(mechanism: Any) -> bool:

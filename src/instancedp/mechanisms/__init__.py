@@ -24,6 +24,7 @@ _NAMES = {
     "ExponentialQuantile": "quantile",
     "InverseSensitivity": "inverse",
     "TieAdaptiveQuantile": "tie_adaptive",
+    "TailChoiceQuantile": "tail_choice",
     "UnboundedQuantile": "unbounded",
     "LogLogQuantile": "loglog",
     "ExponentialMechanism": "exponential",

@@ -1,0 +1,260 @@
+"""A tail quantile that chooses, privately, between the bounded exponential
+mechanism and the bound-free bracket: the choice is paid for by a charged
+noisy row count.
+
+Why.  The bounded exponential quantile (:class:`~instancedp.mechanisms.quantile.
+ExponentialQuantile`, the default with public bounds) gives the empty stretch
+between the data and a loose public bound the weight μ(stretch)·e^{−σ}, where
+
+    σ = min(q, 1 − q)·n·ε₁ / (2Δ)       (Δ = the score's sensitivity)
+
+is the score there: the rows beyond the q-quantile, in units of the score's
+step.  For a tail quantile on a small table σ is a few units, and the stretch
+beyond the data — every value up to the public bound — holds most of the
+mass; the error is then a fraction of the public range, not of the data's.
+The bound-free bracket (:class:`~instancedp.mechanisms.unbounded.UnboundedQuantile`:
+an above-threshold scan, then the exponential mechanism inside a bracket a
+fixed factor around the scan's value) never spreads over the public bounds,
+and is the more accurate there; at large σ its split of ε and its bracket cost
+more than the bounded release loses.  The crossover was measured on synthetic
+columns (``benchmarks/tail_choice.py``, docs/results/tail_choice.md), which
+chose the level ``SWITCH_LEVEL`` of σ below which the bracket wins.
+
+The diagnostic.  The row count n changes by at most 1 between add/remove
+neighbours (by 0 under substitution).  ε₀ = ``share``·ε, ε₁ = ε − ε₀; draw
+Z from the discrete Laplace law of scale 1/ε₀ (exact sampler, CKS 2020); the
+bracket runs iff n + Z ≤ N_s, with
+
+    N_T = ⌊2Δ·T / (min(q, 1 − q)·ε₁)⌋   (the n at which σ reaches T),
+    N_s = N_T − t₀,  t₀ the least integer with P(Z ≥ t₀) ≤ ``false_switch_rate``,
+
+so on tables with σ ≥ T the bracket runs with probability at most
+``false_switch_rate``.  N_s reads only public parameters (q, ε, the relation,
+T, the share and the rate).  Where N_s < 1 the bracket could only run by a
+false switch — a median's or a central quantile's σ is large on every table
+worth a release — and :func:`tail_choice_applies` says so: the default is then
+the bounded release at the whole ε, and nothing is spent on a count.
+
+The branches (each at ε₁): the bounded exponential quantile on the rows
+clamped to the bounds (the log base with atoms, or the log measure on a
+declared grid), or the bound-free quantile (its default rule,
+:func:`~instancedp.mechanisms.unbounded.bound_free_quantile`) on the rows,
+its value projected onto [lower, upper] and, with a declared resolution,
+onto the nearest grid point lower + k·resolution — post-processing by public
+maps, stated in the record.
+
+Theorem (ε-DP).  The choice is ε₀-DP (a count of sensitivity 1 plus discrete
+Laplace noise of scale 1/ε₀, compared with a public threshold:
+post-processing of the noisy count); given the choice, the value is the
+chosen ε₁-DP branch's, post-processed.  By adaptive sequential composition
+(Dwork & Roth 2014, Thm. 3.16) the pair (choice, value) is (ε₀ + ε₁)-DP,
+ε₀ + ε₁ ≤ ε: for every choice c and output set S,
+P(c | x)·P_c(S | x) ≤ e^{ε₀}P(c | x′)·e^{ε₁}P_c(S | x′).  The record states
+the choice (``parameters["released"]``), ε₀, ε₁ and N_s; the noisy count is
+not released.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .. import _validate
+from ..errors import ParameterError
+from ..noise.discrete import DiscreteLaplace, sample_discrete_laplace
+from ..privacy import PureDP
+from ..random import RandomSource, resolve
+from .base import Mechanism, Release, range_record
+from .quantile import ExponentialQuantile, grid_index, score_sensitivity, sorted_rows
+from .stability import stability_threshold
+from .unbounded import UnboundedQuantile, bound_free_quantile
+
+__all__ = ["TailChoiceQuantile", "tail_choice_applies", "switch_count"]
+
+#: the share of ε spent on the noisy count
+DIAGNOSTIC_SHARE = 0.05
+#: T: the level of σ (the bounded score beyond the data) below which the bracket runs
+#: (chosen on synthetic columns: benchmarks/tail_choice.py, docs/results/tail_choice.md)
+SWITCH_LEVEL = 8.0
+#: P(bracket) on tables with σ ≥ T is at most this
+FALSE_SWITCH_RATE = 0.05
+
+BOUNDED, BRACKET = "bounded_exponential", "bound_free_bracket"
+
+
+def switch_count(q: float, epsilon: float, neighbours: str, *, share: float = DIAGNOSTIC_SHARE,
+                 level: float = SWITCH_LEVEL,
+                 false_switch_rate: float = FALSE_SWITCH_RATE) -> int:
+    """N_s: the bracket runs iff n + Z ≤ N_s (module docstring; public inputs only)."""
+    eps0 = epsilon * share
+    eps1 = epsilon - eps0
+    delta = score_sensitivity(q, neighbours)
+    ratio = 2.0 * delta * level / (min(q, 1.0 - q) * eps1)
+    n_t = math.floor(ratio) if math.isfinite(ratio) and ratio < 2**62 else 2**62
+    return n_t - stability_threshold(eps0, false_switch_rate)
+
+
+def tail_choice_applies(q: float, epsilon: float, neighbours: str) -> bool:
+    """Whether the default quantile with bounds spends a count on the choice: under
+    add/remove, where the bracket can run other than by a false switch (N_s ≥ 1).
+    Public inputs only."""
+    return neighbours == "add_remove" and switch_count(q, epsilon, neighbours) >= 1
+
+
+def _branch(mech: Mechanism) -> dict[str, Any]:
+    """A branch's record: its parameters less those the whole release states once."""
+    return {k: v for k, v in mech.parameters().items()
+            if k not in ("q", "lower", "upper", "neighbours", "query", "query_parameters")}
+
+
+class TailChoiceQuantile(Mechanism):
+    """ε-DP q-quantile with public bounds: a charged noisy count picks the bounded
+    exponential mechanism or the bound-free bracket (module docstring: the rule, the
+    proof).
+
+    ``TailChoiceQuantile(query, epsilon, *, resolution=None, share=0.05, level=8,
+    false_switch_rate=0.05, bracket=None)`` with ``query`` a :class:`~instancedp.queries.order.Quantile`
+    or ``Median`` (bounds, q and relation); ``resolution`` the column's declared
+    resolution (the bounded branch then releases on the grid, and the bracket's value
+    is rounded to it); ``bracket``: keywords of the bound-free branch's
+    :class:`~instancedp.mechanisms.unbounded.UnboundedQuantile` (default: its default
+    rule, :func:`~instancedp.mechanisms.unbounded.bound_free_quantile`).  Guarantee
+    ``PureDP(epsilon)``.
+    """
+
+    name = "tail_choice_quantile"
+
+    def __init__(
+        self,
+        query: Any,
+        epsilon: float,
+        *,
+        resolution: float | None = None,
+        share: float = DIAGNOSTIC_SHARE,
+        level: float = SWITCH_LEVEL,
+        false_switch_rate: float = FALSE_SWITCH_RATE,
+        bracket: dict[str, Any] | None = None,
+    ) -> None:
+        if not (hasattr(query, "q") and hasattr(query, "lower")):
+            raise ParameterError(
+                "query must be a Quantile or Median with public bounds", parameter="query"
+            )
+        self.query = query
+        self.q = float(query.q)
+        self.neighbours = getattr(query, "neighbours", "substitution")
+        self.epsilon = _validate.epsilon(epsilon)
+        try:
+            self.share = _validate.in_open_interval(share, "share", 0, 1)
+            self.false_switch_rate = _validate.in_open_interval(
+                false_switch_rate, "false_switch_rate", 0, 1)
+            self.level = _validate.finite_positive(level, "level")
+        except (TypeError, ValueError) as exc:
+            name = next((k for k in ("false_switch_rate", "share", "level") if k in str(exc)),
+                        "share")
+            raise ParameterError(str(exc), parameter=name,
+                                 allowed="> 0" if name == "level" else "(0, 1)") from None
+        self.diagnostic_epsilon = self.epsilon * self.share
+        eps1 = self.epsilon - self.diagnostic_epsilon
+        while self.diagnostic_epsilon + eps1 > self.epsilon:  # the parts never add above ε
+            eps1 = math.nextafter(eps1, 0.0)
+        self.release_epsilon = eps1
+        self.switch_below = switch_count(self.q, self.epsilon, self.neighbours, share=self.share,
+                                         level=self.level,
+                                         false_switch_rate=self.false_switch_rate)
+        self.bounded = (
+            ExponentialQuantile(query, eps1, base="log-grid", resolution=resolution)
+            if resolution is not None else ExponentialQuantile(query, eps1, base="log-atoms"))
+        self.resolution = self.bounded.resolution
+        # the bound-free default rule, or UnboundedQuantile with the keywords ``bracket``
+        # (a coarser grid keeps the exact checks' laws small)
+        self.bracket: UnboundedQuantile = (
+            bound_free_quantile(self.q, eps1, neighbours=self.neighbours) if bracket is None
+            else UnboundedQuantile(self.q, eps1, neighbours=self.neighbours, **bracket))
+
+    @property
+    def guarantee(self) -> PureDP:
+        return PureDP(self.epsilon)
+
+    @property
+    def lower(self) -> float:
+        return float(self.query.lower)
+
+    @property
+    def upper(self) -> float:
+        return float(self.query.upper)
+
+    def mechanism_parameters(self) -> dict[str, Any]:
+        post = range_record((self.lower, self.upper))
+        if self.resolution is not None:
+            post["round_to"] = {"grid": "lower + k*resolution", "resolution": self.resolution}
+        return {
+            "diagnostic": "row count + discrete Laplace",
+            "diagnostic_epsilon": self.diagnostic_epsilon,
+            "release_epsilon": self.release_epsilon,
+            "switch_below": self.switch_below,
+            "choices": [BRACKET + " if the noisy count <= switch_below", BOUNDED],
+            BOUNDED: _branch(self.bounded),
+            BRACKET: {**_branch(self.bracket), "post_processing": post},
+        }
+
+    # -- the parts --------------------------------------------------------------------
+
+    def count(self, data: Any) -> int:
+        """n, the rows the release reads (private: an analysis helper)."""
+        return int(sorted_rows(data, self.lower, self.upper).size)
+
+    def switch_probability(self, n: int) -> float:
+        """P(n + Z ≤ N_s), Z ~ DLap(1/ε₀): the exact chance of the bracket."""
+        law = DiscreteLaplace(1 / Fraction(self.diagnostic_epsilon))
+        return float(law.cdf(self.switch_below - int(n)))
+
+    def choose(self, n: int, source: RandomSource) -> str:
+        z = int(sample_discrete_laplace(1 / Fraction(self.diagnostic_epsilon), source))
+        return BRACKET if int(n) + z <= self.switch_below else BOUNDED
+
+    def project(self, value: float) -> float:
+        """The bracket's value onto [lower, upper] and, with a resolution, the nearest
+        grid point (public maps)."""
+        v = min(max(float(value), self.lower), self.upper)
+        if self.resolution is None:
+            return v
+        k = int(grid_index(np.array([v]), self.lower, self.resolution,
+                           self.bounded._grid_count)[0])
+        return self.bounded._grid_value(k)
+
+    def record(self, value: float, choice: str, source: RandomSource) -> Release:
+        params = self.parameters()
+        params["released"] = {"choice": choice}
+        return Release(value, self.guarantee, self.name, params, source.secure)
+
+    # -- release, sample ----------------------------------------------------------------
+
+    def release(self, data: Any, rng: Any = None) -> Release:
+        source = resolve(rng)
+        choice = self.choose(self.count(data), source)
+        if choice == BOUNDED:
+            value = self.bounded._draw(self.bounded._weights(data), source)
+        else:
+            value = self.project(self.bracket._draw(self.bracket._rows(data), source))
+        return self.record(value, choice, source)
+
+    def sample(self, data: Any, size: int, rng: Any = None) -> np.ndarray:
+        """``size`` independent releases' values on one input (the release path; the
+        bounded branch's weights computed once)."""
+        source = resolve(rng)
+        n = self.count(data)
+        weights = rows = None
+        out = np.empty(int(size))
+        for i in range(int(size)):
+            if self.choose(n, source) == BOUNDED:
+                if weights is None:
+                    weights = self.bounded._weights(data)
+                out[i] = self.bounded._draw(weights, source)
+            else:
+                if rows is None:
+                    rows = self.bracket._rows(data)
+                out[i] = self.project(self.bracket._draw(rows, source))
+        return out
