@@ -127,9 +127,13 @@ def test_duckdb_reads_the_same_cells_as_memory(tmp_path):
 
 def test_out_of_core_resolution_routing():
     # the in-memory recipe's mechanism on the grid, not the uniform candidate grid
-    m = out_of_core_mechanism("quantile", 1.0, bounds=(0.0, 50.0), quantile=0.9,
+    m = out_of_core_mechanism("quantile", 1.0, bounds=(0.0, 50.0), quantile=0.5,
                               resolution=0.25)
     assert isinstance(m, ExponentialQuantile) and m.base == "log-grid"
+    # a tail quantile under add/remove: the tail choice, its bounded branch on the grid
+    m = out_of_core_mechanism("quantile", 1.0, bounds=(0.0, 50.0), quantile=0.9,
+                              resolution=0.25)
+    assert m.name == "tail_choice_quantile" and m.bounded.base == "log-grid"
     m = out_of_core_mechanism("median", 1.0, bounds=(0.0, 50.0), resolution=1.0,
                               mechanism="exponential")
     assert isinstance(m, ExponentialQuantile) and m.base == "log-grid"

@@ -312,8 +312,11 @@ def test_default_rule_reads_public_information_only():
     assert isinstance(m, UnboundedQuantile) and m.neighbours == "add_remove"
     m = build_mechanism("quantile", 1.0, bounds=None, quantile=0.9, neighbours="substitution")
     assert isinstance(m, UnboundedQuantile) and m.neighbours == "substitution"
-    m = build_mechanism("quantile", 1.0, bounds=(0, 100), quantile=0.9)
+    m = build_mechanism("median", 1.0, bounds=(0, 100))
     assert m.base == "log-atoms" and m.parameters()["neighbours"] == "add_remove"
+    # a tail quantile under add/remove: the tail choice (q and ε are public)
+    m = build_mechanism("quantile", 1.0, bounds=(0, 100), quantile=0.9)
+    assert m.bounded.base == "log-atoms" and m.parameters()["neighbours"] == "add_remove"
     # under substitution below the smooth rule's ε·n (n public)
     m = build_mechanism("quantile", 1.0, bounds=(0, 100), quantile=0.9, n=100,
                         neighbours="substitution")
@@ -331,6 +334,8 @@ def test_declared_resolution_picks_the_log_grid_under_both_relations():
         m = build_mechanism(
             "quantile", 1.0, bounds=(0, 100), quantile=0.9, n=n, neighbours=rel, resolution=1
         )
+        if rel == "add_remove":  # the tail choice, its bounded branch on the grid
+            m = m.bounded
         assert m.base == "log-grid" and m.resolution == 1.0 and m.neighbours == rel
     for kw, param in (
         ({"statistic": "mean", "bounds": (0, 1)}, "resolution"),

@@ -25,9 +25,10 @@ def _grids() -> dict[str, np.ndarray]:
     wide = out_of_core_mechanism("median", 1.0, bounds=(-1e6, 1e3), mechanism=GRID)
     res = out_of_core_mechanism("quantile", 1.0, bounds=(-10.0, 100.0), quantile=0.9,
                                 resolution=0.5, mechanism=GRID)
-    # the default on a resolution: the grid points' exact cells (bisected doubles)
+    # the exponential quantile on a resolution (the default's bounded branch): the grid
+    # points' exact cells (bisected doubles)
     cells = out_of_core_mechanism("quantile", 1.0, bounds=(-10.3, 100.0), quantile=0.9,
-                                  resolution=0.1)
+                                  resolution=0.1, mechanism="exponential")
     return {"log_chart": med.edges, "log_chart_signed": wide.edges, "resolution": res.edges,
             "grid_cells": cells.grid_edges(),
             "uneven": np.array([-3.0, -2.9999, -1.0, 0.0, 1e-9, 2e-9, 5.0, 1e4]),
