@@ -521,7 +521,8 @@ def build_mechanism(
     from .mechanisms.tail_choice import tail_choice_applies
 
     if name == "tail-choice" or (chosen is None and name == "exponential" and bounds is not None
-                                 and tail_choice_applies(getattr(query, "q", 0.5), eps, rel)):
+                                 and tail_choice_applies(getattr(query, "q", 0.5), eps, rel,
+                                                         query.lower, query.upper)):
         if statistic not in ("median", "quantile"):
             raise ParameterError(
                 "mechanism 'tail-choice' applies to statistics 'median' and 'quantile' only",

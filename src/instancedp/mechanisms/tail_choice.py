@@ -30,10 +30,17 @@ bracket runs iff n + Z ≤ N_s, with
 
 so on tables with σ ≥ T the bracket runs with probability at most
 ``false_switch_rate``.  N_s reads only public parameters (q, ε, the relation,
-T, the share and the rate).  Where N_s < 1 the bracket could only run by a
-false switch — a median's or a central quantile's σ is large on every table
-worth a release — and :func:`tail_choice_applies` says so: the default is then
-the bounded release at the whole ε, and nothing is spent on a count.
+T, the share and the rate).
+
+Where the default runs it (:func:`tail_choice_applies`, public inputs only):
+under add/remove, for q ≥ 0.9 when the upper bound is the one farther from 0
+(q ≤ 0.1 when the lower one is), and where N_s ≥ 1.  Elsewhere the default is
+the bounded release at the whole ε and nothing is spent on a count: a median's
+or a central quantile's N_s is below 1 (the bracket could only run by a false
+switch), and on the synthetic columns the choice gained nothing at q = 0.75
+or on the side of the nearer bound (there the log base's chart compresses the
+stretch between the data and 0, and its distance is at most the data's own
+magnitude).
 
 The branches (each at ε₁): the bounded exponential quantile on the rows
 clamped to the bounds (the log base with atoms, or the log measure on a
@@ -78,7 +85,11 @@ __all__ = ["TailChoiceQuantile", "tail_choice_applies", "switch_count"]
 DIAGNOSTIC_SHARE = 0.05
 #: T: the level of σ (the bounded score beyond the data) below which the bracket runs
 #: (chosen on synthetic columns: benchmarks/tail_choice.py, docs/results/tail_choice.md)
-SWITCH_LEVEL = 8.0
+SWITCH_LEVEL = 12.0
+#: the default runs the choice for q ≥ TAIL (q ≤ 1 − TAIL) on the side of the bound
+#: farther from 0 only: where the synthetic columns measured a gain (q = 0.9 upward; at
+#: q = 0.75 and on the side of the nearer bound it was none or a loss)
+TAIL = 0.9
 #: P(bracket) on tables with σ ≥ T is at most this
 FALSE_SWITCH_RATE = 0.05
 
@@ -97,11 +108,18 @@ def switch_count(q: float, epsilon: float, neighbours: str, *, share: float = DI
     return n_t - stability_threshold(eps0, false_switch_rate)
 
 
-def tail_choice_applies(q: float, epsilon: float, neighbours: str) -> bool:
-    """Whether the default quantile with bounds spends a count on the choice: under
-    add/remove, where the bracket can run other than by a false switch (N_s ≥ 1).
-    Public inputs only."""
-    return neighbours == "add_remove" and switch_count(q, epsilon, neighbours) >= 1
+def tail_choice_applies(q: float, epsilon: float, neighbours: str, lower: float,
+                        upper: float) -> bool:
+    """Whether the default quantile with bounds spends a count on the choice (public
+    inputs only): under add/remove, for a tail quantile on the side of the bound farther
+    from 0 (q ≥ ``TAIL`` with |upper| ≥ |lower|, or q ≤ 1 − ``TAIL`` with |lower| >
+    |upper|: there the empty stretch beyond the data can reach far, while towards 0 the
+    log base's chart compresses it), and where the bracket can run other than by a false
+    switch (N_s ≥ 1)."""
+    far_side = abs(upper) >= abs(lower) if q > 0.5 else abs(lower) > abs(upper)
+    far_side = far_side and max(q, 1.0 - q) >= TAIL
+    return (neighbours == "add_remove" and far_side
+            and switch_count(q, epsilon, neighbours) >= 1)
 
 
 def _branch(mech: Mechanism) -> dict[str, Any]:
@@ -115,14 +133,14 @@ class TailChoiceQuantile(Mechanism):
     exponential mechanism or the bound-free bracket (module docstring: the rule, the
     proof).
 
-    ``TailChoiceQuantile(query, epsilon, *, resolution=None, share=0.05, level=8,
-    false_switch_rate=0.05, bracket=None)`` with ``query`` a :class:`~instancedp.queries.order.Quantile`
-    or ``Median`` (bounds, q and relation); ``resolution`` the column's declared
-    resolution (the bounded branch then releases on the grid, and the bracket's value
-    is rounded to it); ``bracket``: keywords of the bound-free branch's
-    :class:`~instancedp.mechanisms.unbounded.UnboundedQuantile` (default: its default
-    rule, :func:`~instancedp.mechanisms.unbounded.bound_free_quantile`).  Guarantee
-    ``PureDP(epsilon)``.
+    ``TailChoiceQuantile(query, epsilon, *, resolution=None, share=0.05, level=12,
+    false_switch_rate=0.05, bracket=None)`` with ``query`` a
+    :class:`~instancedp.queries.order.Quantile` or ``Median`` (bounds, q and relation);
+    ``resolution`` the column's declared resolution (the bounded branch then releases on
+    the grid, and the bracket's value is rounded to it); ``bracket``: keywords of the
+    bound-free branch's :class:`~instancedp.mechanisms.unbounded.UnboundedQuantile`
+    (default: its default rule, :func:`~instancedp.mechanisms.unbounded.
+    bound_free_quantile`).  Guarantee ``PureDP(epsilon)``.
     """
 
     name = "tail_choice_quantile"
