@@ -52,22 +52,28 @@ def pairs(relation):
 
 
 def test_switch_count_by_hand():
-    # q = 0.9, ε = 1, share 0.05: ε₁ = 0.95, Δ = 0.9, N_T = ⌊2·0.9·8/(0.1·0.95)⌋ = 151
+    # q = 0.9, ε = 1, share 0.05, T = 12: ε₁ = 0.95, Δ = 0.9,
+    # N_T = ⌊2·0.9·12/(0.1·0.95)⌋ = ⌊227.4⌋ = 227
     t0 = stability_threshold(0.05, 0.05)
-    assert switch_count(0.9, 1.0, "add_remove") == 151 - t0
+    assert switch_count(0.9, 1.0, "add_remove") == 227 - t0
     assert 0.5 * math.exp(-0.05 * t0) <= 0.05 * (1 + math.exp(-0.05))  # P(Z ≥ t0) ≤ rate
     m = mech()
     assert m.switch_below == 2
     assert m.parameters()["switch_below"] == 2
 
 
-def test_the_choice_runs_for_tail_quantiles_under_add_remove_only():
+def test_the_choice_runs_for_far_tails_under_add_remove_only():
     for eps in (0.05, 0.25, 1.0, 4.0, 50.0):
-        assert not tail_choice_applies(0.5, eps, "add_remove")  # medians: never worth a count
-        assert not tail_choice_applies(0.9, eps, "substitution")
+        for q in (0.5, 0.75, 0.25):  # a median's switch count is below 1; q = 0.75: no gain
+            assert not tail_choice_applies(q, eps, "add_remove", 0.0, 100.0)
+        assert not tail_choice_applies(0.9, eps, "substitution", 0.0, 100.0)
     for eps in (0.05, 0.25, 1.0, 4.0):
-        assert tail_choice_applies(0.9, eps, "add_remove")
-        assert tail_choice_applies(0.1, eps, "add_remove")
+        # the tail on the side of the bound farther from 0, and its mirror
+        assert tail_choice_applies(0.9, eps, "add_remove", 0.0, 100.0)
+        assert tail_choice_applies(0.99, eps, "add_remove", -10.0, 100.0)
+        assert tail_choice_applies(0.1, eps, "add_remove", -100.0, 0.0)
+        assert not tail_choice_applies(0.1, eps, "add_remove", 0.0, 100.0)
+        assert not tail_choice_applies(0.9, eps, "add_remove", -100.0, 10.0)
     # the default builds it exactly where it applies, and a named mechanism is kept
     assert isinstance(build_mechanism("quantile", 1.0, bounds=BOUNDS, quantile=0.9),
                       TailChoiceQuantile)
