@@ -764,7 +764,7 @@ def plan(
             opts["resolution"] = resolution
         build = out_of_core_mechanism if aggregates else build_mechanism
         chosen = mechanism if stat != "count" else None
-        if chosen is None and stat in ("median", "quantile"):
+        if chosen is None and stat in ("median", "quantile") and bounds is not None:
             # per group the exponential quantile (its draws read one grouped window
             # statement): a single tail quantile's default, the tail choice, would read
             # each group's bound-free bins, which the grouped engines do not serve
