@@ -157,6 +157,16 @@ def range_record(bounds: tuple[float, float]) -> dict[str, Any]:
     return {"clamp_to": ends, "why": "the statistic's public range (post-processing)"}
 
 
+def split_epsilon(epsilon: float, share: float) -> tuple[float, float]:
+    """(ε₀, ε₁) = (share·ε, the rest), ε₁ rounded down until ε₀ + ε₁ ≤ ε in floating
+    point: a diagnostic's part and a release's part that never add above ε."""
+    eps0 = epsilon * share
+    eps1 = epsilon - eps0
+    while eps0 + eps1 > epsilon:
+        eps1 = math.nextafter(eps1, 0.0)
+    return eps0, eps1
+
+
 def query_name(query: Any) -> str:
     """The public name of a query object (its ``name``, else its class name)."""
     return str(getattr(query, "name", "") or type(query).__name__)

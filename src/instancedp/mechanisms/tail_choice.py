@@ -74,7 +74,7 @@ from ..errors import ParameterError
 from ..noise.discrete import DiscreteLaplace, sample_discrete_laplace
 from ..privacy import PureDP
 from ..random import RandomSource, resolve
-from .base import Mechanism, Release, range_record
+from .base import Mechanism, Release, range_record, split_epsilon
 from .quantile import ExponentialQuantile, grid_index, score_sensitivity, sorted_rows
 from .stability import stability_threshold
 from .unbounded import UnboundedQuantile, bound_free_quantile
@@ -174,10 +174,7 @@ class TailChoiceQuantile(Mechanism):
                         "share")
             raise ParameterError(str(exc), parameter=name,
                                  allowed="> 0" if name == "level" else "(0, 1)") from None
-        self.diagnostic_epsilon = self.epsilon * self.share
-        eps1 = self.epsilon - self.diagnostic_epsilon
-        while self.diagnostic_epsilon + eps1 > self.epsilon:  # the parts never add above ε
-            eps1 = math.nextafter(eps1, 0.0)
+        self.diagnostic_epsilon, eps1 = split_epsilon(self.epsilon, self.share)
         self.release_epsilon = eps1
         self.switch_below = switch_count(self.q, self.epsilon, self.neighbours, share=self.share,
                                          level=self.level,

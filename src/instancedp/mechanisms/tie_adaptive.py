@@ -64,7 +64,6 @@ substitution only, by the smooth branch's default γ (n is public there).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -78,7 +77,7 @@ from ..noise.discrete import DiscreteLaplace, sample_discrete_laplace
 from ..privacy import PureDP
 from ..queries.order import quantile_index
 from ..random import RandomSource, resolve
-from .base import Mechanism, Release
+from .base import Mechanism, Release, split_epsilon
 from .quantile import ExponentialQuantile, sorted_rows
 from .smooth import SmoothSensitivityMechanism
 from .stability import stability_threshold
@@ -169,10 +168,7 @@ class TieAdaptiveQuantile(Mechanism):
                 allowed=">= 0",
             )
         self.min_ties = min_ties
-        self.diagnostic_epsilon = self.epsilon * self.share
-        eps1 = self.epsilon - self.diagnostic_epsilon
-        while self.diagnostic_epsilon + eps1 > self.epsilon:  # the parts never add above ε
-            eps1 = math.nextafter(eps1, 0.0)
+        self.diagnostic_epsilon, eps1 = split_epsilon(self.epsilon, self.share)
         self.release_epsilon = eps1
         self.threshold = max(
             self.min_ties + stability_threshold(self.diagnostic_epsilon, self.switch_rate),
