@@ -29,7 +29,11 @@ statistic      out-of-core mechanism and the aggregate it reads
                or decimal type), the in-memory grid release (log measure on
                the grid, permute-and-flip) from one ``histogram`` on the grid
                points' exact cells (at most :data:`MAX_CANDIDATES` points);
-               :class:`CandidateQuantile` by name;
+               :class:`CandidateQuantile` by name; a far-tail quantile
+               under add/remove, the tail choice
+               (:class:`~instancedp.mechanisms.tail_choice.TailChoiceQuantile`:
+               ``count`` for its noisy count, then one of the two paths
+               here, with the same draws as in memory);
                without bounds, the bound-free quantile
                (:class:`~instancedp.mechanisms.unbounded.UnboundedQuantile`: its
                scan reads ``histogram`` at the public grid's candidates, batch by
