@@ -172,7 +172,8 @@ def default_mechanism(
     ``resolution`` do not change the choice; they are kept for callers that pass
     them).  Medians and quantiles: the exponential mechanism under both relations
     (its base — the log base with atoms, or the declared grid — is chosen by
-    :func:`build_mechanism`).
+    :func:`build_mechanism`, which for a far-tail quantile under add/remove wraps it
+    in the tail choice: q, ε and the bounds decide, all public).
     """
     statistic = _choice(statistic, STATISTICS + GRAPH_STATISTICS, "statistic")
     if statistic == "quantiles":  # with bounds and m ≤ JOINT_MAX_LEVELS
@@ -432,7 +433,8 @@ def build_mechanism(
     )
     if resolution is not None and name not in ("exponential", "tail-choice"):
         raise ParameterError(
-            f"resolution applies to mechanism 'exponential' only, not {name!r}",
+            f"resolution applies to mechanisms 'exponential' and 'tail-choice' only, not "
+            f"{name!r}",
             parameter="resolution",
         )
     if noise is not None:
