@@ -74,8 +74,8 @@ from ..errors import ParameterError
 from ..noise.discrete import DiscreteLaplace, sample_discrete_laplace
 from ..privacy import PureDP
 from ..random import RandomSource, resolve
-from .base import Mechanism, Release, range_record, split_epsilon
-from .quantile import ExponentialQuantile, grid_index, score_sensitivity, sorted_rows
+from .base import Mechanism, Release, clip_to, range_record, split_epsilon
+from .quantile import ExponentialQuantile, score_sensitivity
 from .stability import stability_threshold
 from .unbounded import UnboundedQuantile, bound_free_quantile
 
@@ -217,10 +217,6 @@ class TailChoiceQuantile(Mechanism):
 
     # -- the parts --------------------------------------------------------------------
 
-    def count(self, data: Any) -> int:
-        """n, the rows the release reads (private: an analysis helper)."""
-        return int(sorted_rows(data, self.lower, self.upper).size)
-
     def switch_probability(self, n: int) -> float:
         """P(n + Z ≤ N_s), Z ~ DLap(1/ε₀): the exact chance of the bracket."""
         law = DiscreteLaplace(1 / Fraction(self.diagnostic_epsilon))
@@ -233,12 +229,10 @@ class TailChoiceQuantile(Mechanism):
     def project(self, value: float) -> float:
         """The bracket's value onto [lower, upper] and, with a resolution, the nearest
         grid point (public maps)."""
-        v = min(max(float(value), self.lower), self.upper)
+        v = clip_to(float(value), (self.lower, self.upper))
         if self.resolution is None:
             return v
-        k = int(grid_index(np.array([v]), self.lower, self.resolution,
-                           self.bounded._grid_count)[0])
-        return self.bounded._grid_value(k)
+        return self.bounded._grid_value(int(self.bounded._grid_index(np.array([v]))[0]))
 
     def record(self, value: float, choice: str, source: RandomSource) -> Release:
         params = self.parameters()
@@ -249,27 +243,26 @@ class TailChoiceQuantile(Mechanism):
 
     def release(self, data: Any, rng: Any = None) -> Release:
         source = resolve(rng)
-        choice = self.choose(self.count(data), source)
-        if choice == BOUNDED:
-            value = self.bounded._draw(self.bounded._weights(data), source)
-        else:
-            value = self.project(self.bracket._draw(self.bracket._rows(data), source))
+        (choice, value), = self._draws(data, 1, source)
         return self.record(value, choice, source)
 
     def sample(self, data: Any, size: int, rng: Any = None) -> np.ndarray:
-        """``size`` independent releases' values on one input (the release path; the
-        bounded branch's weights computed once)."""
-        source = resolve(rng)
-        n = self.count(data)
-        weights = rows = None
-        out = np.empty(int(size))
-        for i in range(int(size)):
-            if self.choose(n, source) == BOUNDED:
+        """``size`` independent releases' values on one input (the release path)."""
+        return np.array([v for _, v in self._draws(data, int(size), resolve(rng))])
+
+    def _draws(self, data: Any, size: int, source: RandomSource) -> list[tuple[str, float]]:
+        """``size`` (choice, value) draws on one input: the rows validated and sorted
+        once (the bracket reads them as they are, the bounded branch clamps them; n is
+        their number), the bounded branch's weights computed once."""
+        rows = self.bracket._rows(data)
+        weights = None
+        out = []
+        for _ in range(size):
+            choice = self.choose(rows.size, source)
+            if choice == BOUNDED:
                 if weights is None:
-                    weights = self.bounded._weights(data)
-                out[i] = self.bounded._draw(weights, source)
+                    weights = self.bounded._weights(rows)
+                out.append((choice, self.bounded._draw(weights, source)))
             else:
-                if rows is None:
-                    rows = self.bracket._rows(data)
-                out[i] = self.project(self.bracket._draw(rows, source))
+                out.append((choice, self.project(self.bracket._draw(rows, source))))
         return out
