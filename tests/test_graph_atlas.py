@@ -3,36 +3,23 @@ per isomorphism class).  Small v only; nothing random."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from itertools import combinations
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name: str, file: str):
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / file)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+from bench_support import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def ga():
-    return _load("bench_graph_atlas", "graph_atlas.py")
+    return load_benchmark("graph_atlas")
 
 
 @pytest.fixture(scope="module")
 def gb():
-    return _load("bench_graphs", "graphs.py")
+    return load_benchmark("graphs")
 
 
 def _cell(ga, gs, statistic, eps, reference="projected"):

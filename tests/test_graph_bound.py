@@ -3,28 +3,20 @@ greedy chain of edge neighbours it runs on (small instances; nothing random)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from itertools import combinations
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
+from bench_support import load_benchmark
 
 from instancedp.queries.graphs import KStarCount, TriangleCount, as_graph
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def gb():
-    spec = importlib.util.spec_from_file_location("bench_graphs", ROOT / "benchmarks" / "graphs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_graphs"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("graphs")
 
 
 def _geometric(eps: float, step: float) -> float:

@@ -3,24 +3,14 @@ rule picks the least worst-case regret (ties by the geometric mean)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from bench_support import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def ls():
-    spec = importlib.util.spec_from_file_location("bench_log_scale",
-                                                  ROOT / "benchmarks" / "log_scale.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_log_scale"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("log_scale")
 
 
 def test_the_smallest_c_is_the_library_default(ls):

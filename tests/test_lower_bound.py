@@ -3,30 +3,21 @@ path errors it is compared with (small instances; no sampling, nothing random)."
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_support import load_benchmark
 from scipy import integrate
 
 from instancedp.mechanisms.quantile import ExponentialQuantile, permute_and_flip_probabilities
 from instancedp.queries.order import Quantile
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
 def lb():
-    spec = importlib.util.spec_from_file_location("bench_lower_bound",
-                                                  ROOT / "benchmarks" / "lower_bound.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_lower_bound"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("lower_bound")
 
 
 X = np.array([0.2, 0.5, 0.7])  # n = 3

@@ -4,25 +4,16 @@ enough to solve on paper, its laws checked as ε-DP, its certificate against t*)
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from bench_support import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def pe():
-    spec = importlib.util.spec_from_file_location("bench_peer_envelope",
-                                                  ROOT / "benchmarks" / "peer_envelope.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_peer_envelope"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("peer_envelope")
 
 
 @pytest.mark.parametrize("k,n_max", [(2, 3), (3, 4), (4, 2)])

@@ -4,25 +4,14 @@ cells where the default runs the choice; within 1 %, the lower worst cell)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from bench_support import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def tc():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("bench_tail_choice",
-                                                  ROOT / "benchmarks" / "tail_choice.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_tail_choice"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("tail_choice")
 
 
 def test_exact_grid_error_is_the_laws_mean_distance(tc):
